@@ -1,0 +1,1 @@
+"""One module per `elk-opt` subcommand; each exposes `register(subparsers)`."""

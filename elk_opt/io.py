@@ -1,0 +1,403 @@
+"""JSON load and save for `elk-instance/1` and `elk-plan/1`, with validation.
+
+Loading never raises anything but `InputError`, whose message names the file, the field path
+and the offending value, e.g. `i.json: ops[12].exec_plans[3].space_bytes: must be a
+non-negative integer, got -5`. Saving is atomic: a temporary file is renamed into place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from elk_opt.errors import InputError
+from elk_opt.problem import (
+    STATUSES,
+    TOPOLOGIES,
+    Chip,
+    Choice,
+    Claims,
+    ExecPlan,
+    Instance,
+    Instr,
+    Noc,
+    Op,
+    Plan,
+    PreloadPlan,
+    Warmup,
+    instr_name,
+)
+
+INSTANCE_FORMAT = "elk-instance/1"
+PLAN_FORMAT = "elk-plan/1"
+INSTR_PATTERN = re.compile(r"^([PE])(0|[1-9][0-9]*)$")
+
+
+class _Reader:
+    """Typed field access that turns every problem into an InputError with a path."""
+
+    def __init__(self, source: str):
+        self.source = source
+
+    def fail(self, path: str, message: str) -> InputError:
+        where = f"{path}: " if path else ""
+        return InputError(f"{self.source}: {where}{message}")
+
+    def obj(self, value: Any, path: str) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(path, f"must be an object, got {_show(value)}")
+        return value
+
+    def field(self, obj: dict[str, Any], key: str, path: str) -> Any:
+        if key not in obj:
+            raise self.fail(_join(path, key), "missing")
+        return obj[key]
+
+    def nonneg(self, obj: dict[str, Any], key: str, path: str) -> int:
+        value = self.field(obj, key, path)
+        if not _is_int(value) or value < 0:
+            raise self.fail(_join(path, key), f"must be a non-negative integer, got {_show(value)}")
+        return value
+
+    def positive(self, obj: dict[str, Any], key: str, path: str) -> int:
+        value = self.field(obj, key, path)
+        if not _is_int(value) or value <= 0:
+            raise self.fail(_join(path, key), f"must be a positive integer, got {_show(value)}")
+        return value
+
+    def string(self, obj: dict[str, Any], key: str, path: str) -> str:
+        value = self.field(obj, key, path)
+        if not isinstance(value, str):
+            raise self.fail(_join(path, key), f"must be a string, got {_show(value)}")
+        return value
+
+    def array(self, obj: dict[str, Any], key: str, path: str, nonempty: bool = False) -> list:
+        value = self.field(obj, key, path)
+        if not isinstance(value, list):
+            raise self.fail(_join(path, key), f"must be a list, got {_show(value)}")
+        if nonempty and not value:
+            raise self.fail(_join(path, key), "must not be empty")
+        return value
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
+
+
+def _show(value: Any) -> str:
+    text = json.dumps(value) if not isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _extras(obj: dict[str, Any], known: set[str]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in known}
+
+
+# ---------------------------------------------------------------------------- instance
+
+_CHIP_KEYS = {"name", "cores", "sram_bytes", "hbm_bytes_per_s", "clock_hz", "noc"}
+_OP_KEYS = {"name", "kind", "layer", "inputs", "hbm_bytes", "flops", "exec_plans",
+            "preload_plans", "warmup"}
+
+
+def chip_from_dict(raw: Any, r: _Reader, path: str = "chip") -> Chip:
+    obj = r.obj(raw, path)
+    noc_path = _join(path, "noc")
+    noc_obj = r.obj(r.field(obj, "noc", path), noc_path)
+    topology = r.string(noc_obj, "topology", noc_path)
+    if topology not in TOPOLOGIES:
+        raise r.fail(_join(noc_path, "topology"),
+                     f"must be one of {', '.join(TOPOLOGIES)}, got {topology!r}")
+    noc = Noc(
+        topology=topology,  # type: ignore[arg-type]
+        link_bytes_per_s=r.positive(noc_obj, "link_bytes_per_s", noc_path),
+        mesh_rows=r.nonneg(noc_obj, "mesh_rows", noc_path) if "mesh_rows" in noc_obj else 0,
+        mesh_cols=r.nonneg(noc_obj, "mesh_cols", noc_path) if "mesh_cols" in noc_obj else 0,
+        hbm_ports=r.nonneg(noc_obj, "hbm_ports", noc_path) if "hbm_ports" in noc_obj else 0,
+    )
+    if topology == "mesh":
+        for key in ("mesh_rows", "mesh_cols", "hbm_ports"):
+            if getattr(noc, key) <= 0:
+                raise r.fail(_join(noc_path, key),
+                             f"must be a positive integer on a mesh, got {getattr(noc, key)}")
+    return Chip(
+        name=r.string(obj, "name", path),
+        cores=r.positive(obj, "cores", path),
+        sram_bytes=r.positive(obj, "sram_bytes", path),
+        hbm_bytes_per_s=r.positive(obj, "hbm_bytes_per_s", path),
+        clock_hz=r.positive(obj, "clock_hz", path),
+        noc=noc,
+        extra=_extras(obj, _CHIP_KEYS),
+    )
+
+
+def _op_from_dict(raw: Any, index: int, r: _Reader, path: str) -> Op:
+    obj = r.obj(raw, path)
+    layer = r.field(obj, "layer", path)
+    if layer is not None and not _is_int(layer):
+        raise r.fail(_join(path, "layer"), f"must be an integer or null, got {_show(layer)}")
+    inputs = []
+    for k, producer in enumerate(r.array(obj, "inputs", path)):
+        where = f"{path}.inputs[{k}]"
+        if not _is_int(producer) or producer < 0:
+            raise r.fail(where, f"must be a non-negative integer, got {_show(producer)}")
+        if producer >= index:
+            raise r.fail(where, f"input {producer} must come before op {index} "
+                                "(ops are listed in a topological order)")
+        inputs.append(producer)
+    exec_plans = []
+    for k, raw_plan in enumerate(r.array(obj, "exec_plans", path, nonempty=True)):
+        where = f"{path}.exec_plans[{k}]"
+        plan = r.obj(raw_plan, where)
+        exec_plans.append(ExecPlan(id=r.nonneg(plan, "id", where),
+                                   time_ns=r.nonneg(plan, "time_ns", where),
+                                   space_bytes=r.nonneg(plan, "space_bytes", where),
+                                   noc_bytes=r.nonneg(plan, "noc_bytes", where)))
+    preload_plans = []
+    for k, raw_plan in enumerate(r.array(obj, "preload_plans", path, nonempty=True)):
+        where = f"{path}.preload_plans[{k}]"
+        plan = r.obj(raw_plan, where)
+        preload_plans.append(PreloadPlan(id=r.nonneg(plan, "id", where),
+                                         space_bytes=r.nonneg(plan, "space_bytes", where),
+                                         load_ns=r.nonneg(plan, "load_ns", where)))
+    exec_ids = _unique_ids(exec_plans, r, f"{path}.exec_plans")
+    preload_ids = _unique_ids(preload_plans, r, f"{path}.preload_plans")
+    warmups = []
+    seen: set[tuple[int, int]] = set()
+    for k, raw_pair in enumerate(r.array(obj, "warmup", path, nonempty=True)):
+        where = f"{path}.warmup[{k}]"
+        pair = r.obj(raw_pair, where)
+        w = Warmup(preload=r.nonneg(pair, "preload", where), exec=r.nonneg(pair, "exec", where),
+                   time_ns=r.nonneg(pair, "time_ns", where))
+        if w.preload not in preload_ids:
+            raise r.fail(f"{where}.preload", f"unknown preload plan id {w.preload}")
+        if w.exec not in exec_ids:
+            raise r.fail(f"{where}.exec", f"unknown exec plan id {w.exec}")
+        if (w.preload, w.exec) in seen:
+            raise r.fail(where, f"pair (preload {w.preload}, exec {w.exec}) listed twice")
+        seen.add((w.preload, w.exec))
+        warmups.append(w)
+    return Op(
+        name=r.string(obj, "name", path),
+        kind=r.string(obj, "kind", path),
+        layer=layer,
+        inputs=tuple(inputs),
+        hbm_bytes=r.nonneg(obj, "hbm_bytes", path),
+        flops=r.nonneg(obj, "flops", path),
+        exec_plans=tuple(exec_plans),
+        preload_plans=tuple(preload_plans),
+        warmup=tuple(warmups),
+        extra=_extras(obj, _OP_KEYS),
+    )
+
+
+def _unique_ids(plans: list, r: _Reader, path: str) -> set[int]:
+    ids: set[int] = set()
+    for k, plan in enumerate(plans):
+        if plan.id in ids:
+            raise r.fail(f"{path}[{k}].id", f"duplicate plan id {plan.id}")
+        ids.add(plan.id)
+    return ids
+
+
+def instance_from_dict(raw: Any, source: str = "<instance>", path: str = "") -> Instance:
+    r = _Reader(source)
+    obj = r.obj(raw, path)
+    fmt = r.field(obj, "format", path)
+    if fmt != INSTANCE_FORMAT:
+        raise r.fail(_join(path, "format"), f"must be {INSTANCE_FORMAT!r}, got {_show(fmt)}")
+    ops_path = _join(path, "ops")
+    ops = tuple(_op_from_dict(raw_op, i, r, f"{ops_path}[{i}]")
+                for i, raw_op in enumerate(r.array(obj, "ops", path, nonempty=True)))
+    return Instance(
+        name=r.string(obj, "name", path),
+        chip=chip_from_dict(r.field(obj, "chip", path), r, _join(path, "chip")),
+        ops=ops,
+        extra=_extras(obj, {"format", "name", "chip", "ops"}),
+    )
+
+
+def chip_to_dict(chip: Chip) -> dict[str, Any]:
+    noc = chip.noc
+    return {"name": chip.name, "cores": chip.cores, "sram_bytes": chip.sram_bytes,
+            "hbm_bytes_per_s": chip.hbm_bytes_per_s, "clock_hz": chip.clock_hz,
+            "noc": {"topology": noc.topology, "link_bytes_per_s": noc.link_bytes_per_s,
+                    "mesh_rows": noc.mesh_rows, "mesh_cols": noc.mesh_cols,
+                    "hbm_ports": noc.hbm_ports},
+            **chip.extra}
+
+
+def instance_to_dict(instance: Instance) -> dict[str, Any]:
+    return {
+        "format": INSTANCE_FORMAT,
+        "name": instance.name,
+        "chip": chip_to_dict(instance.chip),
+        "ops": [
+            {"name": op.name, "kind": op.kind, "layer": op.layer, "inputs": list(op.inputs),
+             "hbm_bytes": op.hbm_bytes, "flops": op.flops,
+             "exec_plans": [{"id": p.id, "time_ns": p.time_ns, "space_bytes": p.space_bytes,
+                             "noc_bytes": p.noc_bytes} for p in op.exec_plans],
+             "preload_plans": [{"id": q.id, "space_bytes": q.space_bytes, "load_ns": q.load_ns}
+                               for q in op.preload_plans],
+             "warmup": [{"preload": w.preload, "exec": w.exec, "time_ns": w.time_ns}
+                        for w in op.warmup],
+             **op.extra}
+            for op in instance.ops
+        ],
+        **instance.extra,
+    }
+
+
+# ---------------------------------------------------------------------------- plan
+
+def parse_instr(text: Any) -> Instr | None:
+    """`"P12"` -> `("P", 12)`; None when the text is not an instruction."""
+    if not isinstance(text, str):
+        return None
+    m = INSTR_PATTERN.match(text)
+    return (m.group(1), int(m.group(2))) if m else None  # type: ignore[return-value]
+
+
+def plan_from_dict(raw: Any, source: str = "<plan>") -> Plan:
+    """Read a plan whose structure is sound enough to evaluate.
+
+    Rule checking (R1-R6) is `verify`'s job; this only rejects what cannot be evaluated:
+    instructions that name no op and choices of plan ids the op does not have.
+    """
+    r = _Reader(source)
+    obj = r.obj(raw, "")
+    fmt = r.field(obj, "format", "")
+    if fmt != PLAN_FORMAT:
+        raise r.fail("format", f"must be {PLAN_FORMAT!r}, got {_show(fmt)}")
+    instance = instance_from_dict(r.field(obj, "instance", ""), source, "instance")
+    n = len(instance.ops)
+    raw_choice = r.array(obj, "choice", "")
+    if len(raw_choice) != n:
+        raise r.fail("choice", f"must have one entry per op ({n}), got {len(raw_choice)}")
+    choice = []
+    for i, raw_c in enumerate(raw_choice):
+        where = f"choice[{i}]"
+        c = Choice(exec=r.nonneg(r.obj(raw_c, where), "exec", where),
+                   preload=r.nonneg(raw_c, "preload", where))
+        op = instance.ops[i]
+        if c.exec not in op.exec_by_id:
+            raise r.fail(f"{where}.exec", f"op {i} has no exec plan {c.exec}")
+        if c.preload not in op.preload_by_id:
+            raise r.fail(f"{where}.preload", f"op {i} has no preload plan {c.preload}")
+        choice.append(c)
+    program = []
+    for k, text in enumerate(r.array(obj, "program", "")):
+        instr = parse_instr(text)
+        if instr is None or instr[1] >= n:
+            raise r.fail(f"program[{k}]", f"must be P<op> or E<op> with op < {n}, "
+                                          f"got {_show(text)}")
+        program.append(instr)
+    release: dict[Instr, int] = {}
+    raw_release = r.obj(obj.get("release_ns", {}), "release_ns")
+    for key in raw_release:
+        instr = parse_instr(key)
+        if instr is None or instr[1] >= n:
+            raise r.fail(f"release_ns.{key}", "must name an instruction P<op> or E<op>")
+        release[instr] = r.nonneg(raw_release, key, "release_ns")
+    claims = _claims_from_dict(obj["claims"], r) if "claims" in obj else None
+    return Plan(instance=instance, choice=tuple(choice), program=tuple(program),
+                release_ns=release, claims=claims)
+
+
+def _claims_from_dict(raw: Any, r: _Reader) -> Claims:
+    obj = r.obj(raw, "claims")
+    status = r.string(obj, "status", "claims")
+    if status not in STATUSES:
+        raise r.fail("claims.status", f"must be one of {', '.join(STATUSES)}, got {status!r}")
+    bound = obj.get("lower_bound_ns")
+    if bound is not None:
+        bound = r.nonneg(obj, "lower_bound_ns", "claims")
+    wall = obj.get("wall_s", 0.0)
+    if not isinstance(wall, int | float) or isinstance(wall, bool) or wall < 0:
+        raise r.fail("claims.wall_s", f"must be a non-negative number, got {_show(wall)}")
+    return Claims(method=r.string(obj, "method", "claims"), status=status,  # type: ignore[arg-type]
+                  makespan_ns=r.nonneg(obj, "makespan_ns", "claims"), lower_bound_ns=bound,
+                  wall_s=float(wall), params=r.obj(obj.get("params", {}), "claims.params"))
+
+
+def plan_to_dict(plan: Plan) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "format": PLAN_FORMAT,
+        "instance": instance_to_dict(plan.instance),
+        "choice": [{"exec": c.exec, "preload": c.preload} for c in plan.choice],
+        "program": [instr_name(x) for x in plan.program],
+    }
+    if plan.release_ns:
+        out["release_ns"] = {instr_name(k): v for k, v in plan.release_ns.items()}
+    if plan.claims is not None:
+        c = plan.claims
+        out["claims"] = {"method": c.method, "status": c.status, "makespan_ns": c.makespan_ns,
+                         "lower_bound_ns": c.lower_bound_ns, "wall_s": round(c.wall_s, 6),
+                         "params": dict(c.params)}
+    return out
+
+
+# ---------------------------------------------------------------------------- files
+
+def read_json(path: str | Path) -> Any:
+    """Parse a JSON file; any failure becomes an InputError naming the file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory") from None
+    except PermissionError:
+        raise InputError(f"{path}: permission denied") from None
+    except UnicodeDecodeError as e:
+        raise InputError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise InputError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: "
+                         f"{e.msg}") from None
+
+
+def load_instance(path: str | Path) -> Instance:
+    return instance_from_dict(read_json(path), str(path))
+
+
+def load_plan(path: str | Path) -> Plan:
+    return plan_from_dict(read_json(path), str(path))
+
+
+def write_atomic(path: str | Path, write: Callable[[Any], None], mode: str = "w") -> None:
+    """Write through `write(file)` into a temporary file beside `path`, then rename it."""
+    target = Path(path)
+    directory = target.parent if str(target.parent) else Path(".")
+    if not directory.is_dir():
+        raise InputError(f"{path}: directory {directory} does not exist")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    try:
+        encoding = None if "b" in mode else "utf-8"
+        with os.fdopen(fd, mode, encoding=encoding) as f:
+            write(f)
+        os.replace(tmp, target)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def save_json(path: str | Path, data: Any) -> None:
+    write_atomic(path, lambda f: json.dump(data, f, separators=(",", ":")))
+
+
+def save_instance(path: str | Path, instance: Instance) -> None:
+    save_json(path, instance_to_dict(instance))
+
+
+def save_plan(path: str | Path, plan: Plan) -> None:
+    save_json(path, plan_to_dict(plan))

@@ -1,0 +1,46 @@
+"""The registry of solve methods: one entry point, `solve(instance, method, options)`.
+
+Entries are import paths, so a heavy solver library loads only when its method is asked for.
+A method is a function `(Instance, SolveOptions) -> Plan` returning a plan whose claims hold.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Literal
+
+from elk_opt.errors import UsageError
+from elk_opt.problem import Instance, Plan
+from elk_opt.solution import SolveOptions
+
+Method = Callable[[Instance, SolveOptions], Plan]
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    target: str  # "module:function"
+    family: Literal["heuristic", "exact", "bound"]
+    summary: str
+
+
+METHODS: dict[str, MethodInfo] = {
+    "basic": MethodInfo("heuristics.basic:solve", "heuristic",
+                        "the paper's Basic: fastest plans, preload only the next op"),
+}
+
+
+def get_method(name: str) -> Method:
+    if name not in METHODS:
+        raise UsageError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
+    module, func = METHODS[name].target.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def solve(instance: Instance, method: str, options: SolveOptions | None = None) -> Plan:
+    return get_method(method)(instance, options or SolveOptions())
+
+
+def heuristics() -> list[str]:
+    return [name for name, info in METHODS.items() if info.family == "heuristic"]

@@ -1,0 +1,46 @@
+"""What every method shares: its options, and the wrapper that turns decisions into a plan."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from elk_opt.evaluate import evaluate
+from elk_opt.problem import Choice, Claims, Instance, Instr, Plan, Status
+
+
+@dataclass(frozen=True)
+class SolveOptions:
+    time_limit_s: float | None = None
+    gap: float | None = None  # relative optimality gap at which an exact solver may stop
+    threads: int | None = None
+    seed: int = 0
+    warm_start: str | None = None  # a method whose plan hints an exact solver
+    verbose: bool = False
+    params: Mapping[str, Any] = field(default_factory=dict)  # method-specific knobs
+
+
+def make_plan(
+    instance: Instance,
+    choice: Sequence[Choice],
+    program: Sequence[Instr],
+    *,
+    method: str,
+    started: float,
+    status: Status = "heuristic",
+    lower_bound_ns: int | None = None,
+    params: Mapping[str, Any] | None = None,
+    release_ns: Mapping[Instr, int] | None = None,
+) -> Plan:
+    """Wrap a method's decisions into a plan whose claimed makespan is the analytic one.
+
+    `started` is the `time.perf_counter()` reading when the method began.
+    """
+    schedule = evaluate(instance, choice, program, release_ns)
+    claims = Claims(method=method, status=status, makespan_ns=schedule.makespan_ns,
+                    lower_bound_ns=lower_bound_ns, wall_s=time.perf_counter() - started,
+                    params=dict(params or {}))
+    return Plan(instance=instance, choice=tuple(choice), program=tuple(program),
+                release_ns=dict(release_ns or {}), claims=claims)

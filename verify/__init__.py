@@ -1,0 +1,8 @@
+"""`verify plan.json`: the independent checker of DESIGN.md section 4.
+
+It imports nothing from the rest of elk-opt, so it can judge any tool's plans, ours included.
+"""
+
+from verify.checker import Malformed, Report, Violation, check
+
+__all__ = ["Malformed", "Report", "Violation", "check"]

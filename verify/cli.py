@@ -1,0 +1,83 @@
+"""Command line of the checker: exit 0 valid, 1 rules broken, 2 unreadable or malformed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import asdict
+from typing import Any
+
+from verify.checker import Malformed, Report, check
+
+VALID, BROKEN, UNREADABLE = 0, 1, 2
+
+
+def read(path: str) -> Any:
+    """The parsed JSON document; raises Malformed with the file's problem."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except OSError as e:
+        raise Malformed(f"cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise Malformed(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
+    except json.JSONDecodeError as e:
+        raise Malformed(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+
+
+def verify_file(path: str) -> tuple[int, dict[str, Any], str]:
+    """(exit code, JSON report, human text) for one plan file."""
+    try:
+        report = check(read(path))
+    except Malformed as e:
+        text = f"{path}: unreadable: {e}"
+        return UNREADABLE, {"file": path, "valid": False, "malformed": str(e)}, text
+    return (VALID if report.valid else BROKEN), _as_json(path, report), _as_text(path, report)
+
+
+def _as_json(path: str, report: Report) -> dict[str, Any]:
+    return {"file": path, "valid": report.valid, "ops": report.ops,
+            "makespan_ns": report.makespan_ns, "peak_sram_bytes": report.peak_sram_bytes,
+            "peak_at": report.peak_at, "sram_bytes": report.sram_bytes,
+            "violations": [asdict(v) for v in report.violations]}
+
+
+def _as_text(path: str, report: Report) -> str:
+    facts = [f"{report.ops} ops"]
+    if report.makespan_ns is not None:
+        facts.append(f"makespan {report.makespan_ns:,} ns")
+    if report.peak_sram_bytes is not None:
+        facts.append(f"peak SRAM {report.peak_sram_bytes:,} B of {report.sram_bytes:,} B "
+                     f"at {report.peak_at}")
+    if report.claims:
+        facts.append(f"claims {report.claims.get('method')!s}/{report.claims.get('status')!s}")
+    head = f"{path}: {'valid' if report.valid else 'INVALID'}: {', '.join(facts)}"
+    if report.valid:
+        return head
+    rules = sorted({v.rule for v in report.violations})
+    lines = [head, f"{len(report.violations)} violations of {', '.join(rules)}:"]
+    lines += [f"  {v.message}" for v in report.violations]
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="verify", description="Check elk-plan/1 files against the rules of DESIGN.md "
+                                   "section 4. Exit 0 valid, 1 rules broken, 2 unreadable.")
+    parser.add_argument("plans", nargs="+", metavar="plan.json")
+    parser.add_argument("--json", action="store_true", help="print a machine-readable report")
+    args = parser.parse_args(argv)
+    worst = VALID
+    reports = []
+    for path in args.plans:
+        code, report, text = verify_file(path)
+        worst = max(worst, code)
+        if args.json:
+            reports.append(report)
+        else:
+            print(text, file=sys.stdout if code != UNREADABLE else sys.stderr)
+    if args.json:
+        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
+    return worst
