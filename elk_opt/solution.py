@@ -17,7 +17,8 @@ class SolveOptions:
     gap: float | None = None  # relative optimality gap at which an exact solver may stop
     threads: int | None = None
     seed: int = 0
-    warm_start: str | None = None  # a method whose plan hints an exact solver
+    warm_start: str | None = None  # name of the method whose plan is `warm_plan`
+    warm_plan: Plan | None = None  # a plan to hint an exact solver with (resolved by the caller)
     verbose: bool = False
     params: Mapping[str, Any] = field(default_factory=dict)  # method-specific knobs
 

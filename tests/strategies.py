@@ -1,0 +1,49 @@
+"""Hypothesis strategies for generated instances, shared by every test module."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from elk_opt.problem import Chip, ExecPlan, Instance, Noc, Op, PreloadPlan, Warmup
+from elk_opt.synthetic import synthetic_instance
+
+
+@st.composite
+def synthetic_instances(draw, max_ops: int = 40, max_plans: int = 5) -> Instance:
+    """The synthetic generator's decoder-like instances."""
+    return synthetic_instance(
+        ops=draw(st.integers(1, max_ops)), plans=draw(st.integers(1, max_plans)),
+        seed=draw(st.integers(0, 10_000)), tightness=draw(st.sampled_from([0.0, 0.3, 0.6, 1.0])))
+
+
+@st.composite
+def random_instances(draw, max_ops: int = 6, max_plans: int = 3) -> Instance:
+    """Small unstructured instances: random DAG, random plans, random compatibility.
+
+    SRAM always fits every op alone (some pair), so every instance is feasible.
+    """
+    n = draw(st.integers(1, max_ops))
+    ops = []
+    for i in range(n):
+        inputs = sorted(draw(st.sets(st.integers(0, i - 1), max_size=2))) if i else []
+        n_exec = draw(st.integers(1, max_plans))
+        n_pre = draw(st.integers(1, max_plans))
+        execs = [ExecPlan(id=k, time_ns=draw(st.integers(1, 100)),
+                          space_bytes=draw(st.integers(1, 60)), noc_bytes=0)
+                 for k in range(n_exec)]
+        zero_load = draw(st.booleans())
+        preloads = [PreloadPlan(id=k, space_bytes=0 if zero_load else draw(st.integers(0, 60)),
+                                load_ns=0 if zero_load else draw(st.integers(0, 100)))
+                    for k in range(n_pre)]
+        pairs = draw(st.sets(st.tuples(st.integers(0, n_pre - 1), st.integers(0, n_exec - 1)),
+                             min_size=1, max_size=n_pre * n_exec))
+        warmup = [Warmup(preload=q, exec=p, time_ns=draw(st.integers(0, 20)))
+                  for q, p in sorted(pairs)]
+        ops.append(Op(name=f"op{i}", kind="random", layer=None, inputs=tuple(inputs),
+                      hbm_bytes=0, flops=0, exec_plans=tuple(execs),
+                      preload_plans=tuple(preloads), warmup=tuple(warmup)))
+    need = max(min(op.exec_by_id[w.exec].space_bytes for w in op.warmup) for op in ops)
+    sram = need + draw(st.integers(0, 120))
+    chip = Chip(name="random", cores=1, sram_bytes=sram, hbm_bytes_per_s=1, clock_hz=1,
+                noc=Noc(topology="all_to_all", link_bytes_per_s=1))
+    return Instance(name="random", chip=chip, ops=tuple(ops))
