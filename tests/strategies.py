@@ -47,3 +47,35 @@ def random_instances(draw, max_ops: int = 6, max_plans: int = 3) -> Instance:
     chip = Chip(name="random", cores=1, sram_bytes=sram, hbm_bytes_per_s=1, clock_hz=1,
                 noc=Noc(topology="all_to_all", link_bytes_per_s=1))
     return Instance(name="random", chip=chip, ops=tuple(ops))
+
+
+@st.composite
+def random_plans(draw, instance: Instance) -> tuple[list, list]:
+    """A random pair choice and a random sound program (any preload order, any issue points).
+
+    Returns (choice, program); memory (R5) may or may not hold.
+    """
+    from elk_opt.problem import Choice
+
+    choice = []
+    for op in instance.ops:
+        w = draw(st.sampled_from(op.warmup))
+        choice.append(Choice(exec=w.exec, preload=w.preload))
+    program: list = []
+    waiting = list(range(len(instance.ops)))
+    issued: set[int] = set()
+    for i in range(len(instance.ops)):
+        for _ in range(draw(st.integers(0, 3))):
+            ahead = [j for j in waiting if j >= i]
+            if not ahead:
+                break
+            j = draw(st.sampled_from(ahead))
+            waiting.remove(j)
+            issued.add(j)
+            program.append(("P", j))
+        if i not in issued:
+            waiting.remove(i)
+            issued.add(i)
+            program.append(("P", i))
+        program.append(("E", i))
+    return choice, program

@@ -1,0 +1,93 @@
+"""JSON round trips and the loader's error messages."""
+
+import json
+
+import pytest
+from hypothesis import given
+
+from elk_opt.errors import InputError
+from elk_opt.io import (
+    instance_from_dict,
+    instance_to_dict,
+    load_instance,
+    plan_from_dict,
+    plan_to_dict,
+    save_instance,
+)
+from elk_opt.methods import solve
+from elk_opt.synthetic import synthetic_instance
+from tests.strategies import synthetic_instances
+
+
+@given(synthetic_instances(max_ops=20))
+def test_instance_and_plan_round_trip(instance):
+    assert instance_from_dict(json.loads(json.dumps(instance_to_dict(instance)))) == instance
+    plan = solve(instance, "basic")
+    again = plan_from_dict(json.loads(json.dumps(plan_to_dict(plan))))
+    assert again.choice == plan.choice and again.program == plan.program
+    assert again.claims.makespan_ns == plan.claims.makespan_ns
+
+
+def test_extra_keys_survive_a_round_trip():
+    raw = instance_to_dict(synthetic_instance(ops=3))
+    raw["source"] = {"tool": "test"}
+    raw["ops"][0]["note"] = "kept"
+    assert instance_to_dict(instance_from_dict(raw))["source"] == {"tool": "test"}
+    assert instance_to_dict(instance_from_dict(raw))["ops"][0]["note"] == "kept"
+
+
+def bad(edit) -> str:
+    raw = instance_to_dict(synthetic_instance(ops=14, plans=4))
+    edit(raw)
+    with pytest.raises(InputError) as e:
+        instance_from_dict(raw, "i.json")
+    return str(e.value)
+
+
+def test_error_names_file_field_and_value():
+    msg = bad(lambda r: r["ops"][12]["exec_plans"][3].update(space_bytes=-5))
+    assert msg == ("i.json: ops[12].exec_plans[3].space_bytes: must be a non-negative "
+                   "integer, got -5")
+
+
+@pytest.mark.parametrize("edit, expected", [
+    (lambda r: r.pop("chip"), "i.json: chip: missing"),
+    (lambda r: r.update(format="elk/2"), "format: must be 'elk-instance/1'"),
+    (lambda r: r["chip"].update(cores=0), "chip.cores: must be a positive integer, got 0"),
+    (lambda r: r["chip"]["noc"].update(topology="ring"), "chip.noc.topology: must be one of"),
+    (lambda r: r["ops"][3].update(inputs=[3]), "ops[3].inputs[0]: input 3 must come before"),
+    (lambda r: r["ops"][2].update(hbm_bytes=True), "ops[2].hbm_bytes: must be a non-negative"),
+    (lambda r: r["ops"][1]["warmup"][0].update(preload=9), "unknown preload plan id 9"),
+    (lambda r: r["ops"][1]["exec_plans"][1].update(id=0), "duplicate plan id 0"),
+    (lambda r: r["ops"][1].update(warmup=[]), "ops[1].warmup: must not be empty"),
+    (lambda r: r["ops"][4].update(layer="x"), "ops[4].layer: must be an integer or null"),
+])
+def test_malformed_instances(edit, expected):
+    assert expected in bad(edit)
+
+
+def test_unreadable_files(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        load_instance(tmp_path / "missing.json")
+    path = tmp_path / "broken.json"
+    path.write_text('{"format": ')
+    with pytest.raises(InputError, match=r"broken.json: invalid JSON at line 1"):
+        load_instance(path)
+
+
+def test_save_is_atomic_and_leaves_nothing_behind_on_failure(tmp_path):
+    instance = synthetic_instance(ops=4)
+    target = tmp_path / "i.json"
+    save_instance(target, instance)
+    assert load_instance(target) == instance
+    assert [p.name for p in tmp_path.iterdir()] == ["i.json"]
+    with pytest.raises(InputError, match="does not exist"):
+        save_instance(tmp_path / "no" / "i.json", instance)
+
+
+def test_a_failed_write_leaves_no_file(tmp_path):
+    from elk_opt.io import save_json
+
+    with pytest.raises(TypeError):
+        save_json(tmp_path / "out.json", {"ok": 1, "bad": object()})
+    assert list(tmp_path.iterdir()) == []

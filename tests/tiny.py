@@ -1,0 +1,31 @@
+"""Hand-built instances for tests whose expected numbers are computed by hand."""
+
+from __future__ import annotations
+
+from elk_opt.problem import Chip, Choice, ExecPlan, Instance, Noc, Op, PreloadPlan, Warmup
+
+
+def tiny_instance(specs: list[tuple[int, int, int, int, int]], sram: int = 100,
+                  inputs: list[tuple[int, ...]] | None = None) -> Instance:
+    """One plan pair per op: specs are (load_ns, preload space, exec ns, exec space, warm-up)."""
+    ops = []
+    for i, (load, load_space, run, run_space, warm) in enumerate(specs):
+        deps = inputs[i] if inputs else ((i - 1,) if i else ())
+        ops.append(Op(name=f"op{i}", kind="test", layer=None, inputs=deps,
+                      hbm_bytes=load_space, flops=0,
+                      exec_plans=(ExecPlan(id=0, time_ns=run, space_bytes=run_space,
+                                           noc_bytes=0),),
+                      preload_plans=(PreloadPlan(id=0, space_bytes=load_space, load_ns=load),),
+                      warmup=(Warmup(preload=0, exec=0, time_ns=warm),)))
+    chip = Chip(name="tiny", cores=1, sram_bytes=sram, hbm_bytes_per_s=1, clock_hz=1,
+                noc=Noc(topology="all_to_all", link_bytes_per_s=1))
+    return Instance(name="tiny", chip=chip, ops=tuple(ops))
+
+
+def only_choice(instance: Instance) -> list[Choice]:
+    return [Choice(exec=0, preload=0) for _ in instance.ops]
+
+
+def parse(text: str) -> list[tuple[str, int]]:
+    """"P0 P1 E0" -> [("P", 0), ("P", 1), ("E", 0)]."""
+    return [(t[0], int(t[1:])) for t in text.split()]
