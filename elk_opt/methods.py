@@ -23,6 +23,7 @@ class MethodInfo:
     target: str  # "module:function"
     family: Literal["heuristic", "exact", "bound"]
     summary: str
+    default_warm_start: str | None = None  # a method whose plan this one starts from
 
 
 METHODS: dict[str, MethodInfo] = {
