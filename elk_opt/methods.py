@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from elk_opt.errors import UsageError
@@ -40,7 +40,13 @@ def get_method(name: str) -> Method:
 
 
 def solve(instance: Instance, method: str, options: SolveOptions | None = None) -> Plan:
-    return get_method(method)(instance, options or SolveOptions())
+    """Run a method; a warm start it asks for (or has by default) is solved first."""
+    options = options or SolveOptions()
+    run = get_method(method)
+    warm_start = options.warm_start or METHODS[method].default_warm_start
+    if options.warm_plan is None and warm_start is not None:
+        options = replace(options, warm_start=warm_start, warm_plan=solve(instance, warm_start))
+    return run(instance, options)
 
 
 def heuristics() -> list[str]:

@@ -33,13 +33,8 @@ def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     if args.time_limit is not None and args.time_limit <= 0:
         raise UsageError(f"--time-limit must be positive, got {args.time_limit}")
-    warm_start = args.warm_start or METHODS[args.method].default_warm_start
-    warm_plan = None
-    if warm_start is not None:
-        print(f"warm start: solving with {warm_start}...", file=sys.stderr)
-        warm_plan = solve(instance, warm_start)
     options = SolveOptions(time_limit_s=args.time_limit, gap=args.gap, threads=args.threads,
-                           seed=args.seed, warm_start=warm_start, warm_plan=warm_plan,
+                           seed=args.seed, warm_start=args.warm_start,
                            verbose=args.verbose)
     print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
           file=sys.stderr)
