@@ -1,0 +1,51 @@
+"""`elk-opt gap --suite small -o DIR`: the optimality-gap study."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from elk_opt.methods import METHODS
+from elk_opt.studies.executors import EXECUTORS
+from elk_opt.studies.gap import run_study
+from elk_opt.studies.report import gap_table, write_report
+from elk_opt.studies.suites import BUILTIN_SUITES, load_suite
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("gap", help="optimality-gap study over a suite of instances",
+                       description="Run every heuristic and exact method on every instance of a "
+                                   "suite, verify and simulate every plan, and write gap.csv, "
+                                   "summary.md and plots. Re-running resumes.")
+    p.add_argument("--suite", default="small",
+                   help=f"built-in suite ({', '.join(BUILTIN_SUITES)}) or a suite TOML file")
+    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("--methods", default=None,
+                   help="comma-separated methods (default: every heuristic and exact method)")
+    p.add_argument("--time-limit", type=float, default=20.0, metavar="S",
+                   help="per exact solve (default 20)")
+    p.add_argument("--executor", choices=EXECUTORS, default="local")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--address", default=None, help="scheduler address of an existing cluster")
+    p.set_defaults(func=run)
+
+
+def default_methods() -> list[str]:
+    return [m for m, info in METHODS.items() if info.family in ("heuristic", "exact")]
+
+
+def run(args: argparse.Namespace) -> int:
+    specs = load_suite(args.suite)
+    methods = args.methods.split(",") if args.methods else default_methods()
+    out = Path(args.output)
+    cells = run_study(specs, methods, out, time_limit_s=args.time_limit,
+                      executor=args.executor, workers=args.workers, address=args.address)
+    rows = write_report(cells, out)
+    print(f"{len(specs)} instances x {len(methods)} methods -> {out}/gap.csv, summary.md, "
+          "gap_by_method.png, gap_by_size.png")
+    print(f"{'method':<10} {'median gap':>11} {'worst gap':>10} {'proven':>7}")
+    for method, _n, proven, median, worst, _errors in gap_table(rows):
+        med = "-" if median is None else f"{100 * median:.2f}%"
+        wst = "-" if worst is None else f"{100 * worst:.2f}%"
+        print(f"{method:<10} {med:>11} {wst:>10} {proven:>7}")
+    return 0

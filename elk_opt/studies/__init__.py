@@ -1,0 +1,1 @@
+"""Studies users run: the optimality-gap study, design-space sweeps, regression baselines."""
