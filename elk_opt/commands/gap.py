@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from elk_opt.methods import METHODS
+from elk_opt.studies.baseline import DEFAULT_PATH, write_baseline
 from elk_opt.studies.executors import EXECUTORS
 from elk_opt.studies.gap import run_study
 from elk_opt.studies.report import gap_table, write_report
@@ -27,6 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--executor", choices=EXECUTORS, default="local")
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--address", default=None, help="scheduler address of an existing cluster")
+    p.add_argument("--update-baseline", action="store_true",
+                   help="record every heuristic's makespan and the proven optima of this suite "
+                        "as the regression baseline")
+    p.add_argument("--baseline", type=Path, default=DEFAULT_PATH, metavar="PATH",
+                   help=f"baseline file for --update-baseline (default {DEFAULT_PATH})")
     p.set_defaults(func=run)
 
 
@@ -41,6 +47,9 @@ def run(args: argparse.Namespace) -> int:
     cells = run_study(specs, methods, out, time_limit_s=args.time_limit,
                       executor=args.executor, workers=args.workers, address=args.address)
     rows = write_report(cells, out)
+    if args.update_baseline:
+        write_baseline(specs, cells, args.baseline)
+        print(f"baseline of {len(specs)} instances -> {args.baseline}")
     print(f"{len(specs)} instances x {len(methods)} methods -> {out}/gap.csv, summary.md, "
           "gap_by_method.png, gap_by_size.png")
     print(f"{'method':<10} {'median gap':>11} {'worst gap':>10} {'proven':>7}")
