@@ -29,6 +29,16 @@ class MethodInfo:
 METHODS: dict[str, MethodInfo] = {
     "basic": MethodInfo("heuristics.basic:solve", "heuristic",
                         "the paper's Basic: fastest plans, preload only the next op"),
+    "static": MethodInfo("heuristics.static:solve", "heuristic",
+                         "the paper's Static: one execute budget swept over every distinct value"),
+    "elk-dyn": MethodInfo("heuristics.elk_dyn:solve", "heuristic",
+                          "Elk's inductive scheduling: per-op preload count and Delta allocation"),
+    "elk-full": MethodInfo("heuristics.elk_full:solve", "heuristic",
+                           "Elk-Dyn over permuted per-layer preload orders, best kept"),
+    "lhs": MethodInfo("heuristics.lhs:solve", "heuristic",
+                      "XLA-style latency hiding: loads as early as a memory limit allows"),
+    "ideal": MethodInfo("heuristics.ideal:solve", "bound",
+                        "the paper's Ideal roofline as lower_bound_ns (plan: Elk-Full's)"),
 }
 
 

@@ -1,0 +1,232 @@
+"""Elk's two-level inductive operator scheduling, for any preload order.
+
+The execution order is the instance's op order; the preload order `order` is a permutation of
+the ops. A program is then fixed by `t[i]`, the number of preloads issued before `E<i>`
+(non-decreasing, and large enough that every op up to i is already issued). The ops pending
+while op i executes are those of `order[:t[i]]` after i, so its preload count is t[i] - i - 1.
+
+The scheduler goes backward from the last op. For op i it tries every feasible t[i] (every
+preload count k, bounded only by SRAM and by t[i+1]) and, for each, runs the cost-aware memory
+allocation of the paper: op i's execute plan and the pending ops' preload plans start at their
+fastest rungs and, while they overflow SRAM, the op whose next smaller rung frees the most bytes
+per nanosecond added (Delta = space saved / time added) steps down. Pending ops never step back
+up: their plans were already fitted beside later executes, so shrinking keeps every later R5
+check true, and the final program satisfies R5 at every execute by construction.
+
+"Time from op i to the end" is measured exactly on the already scheduled suffix, which the
+section-5 recurrence makes a max-plus linear function of the state at the cut before E<i>:
+end = max(x + ax, h + ah, max_j L_j + g[j]), with x the end of the previous execute, h the HBM
+free time and L_j the load end of each op j still in flight. Each candidate is scored at the
+reference state "E<i> starts at 0 with the HBM idle and the pending loads queued from 0", plus
+the warm-up added to pending ops it shrinks. Only that score is approximate; the caller
+evaluates the resulting program with the real semantics.
+"""
+
+from __future__ import annotations
+
+import heapq
+from bisect import insort
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from elk_opt.evaluate import Schedule, evaluate
+from elk_opt.problem import Choice, Instance, Instr, program_from_issue
+from heuristics.ladders import Ladder, OpLadders
+
+NEG = -(1 << 62)
+ROUNDS = 8  # most instances settle within three
+
+
+@dataclass(frozen=True)
+class Decisions:
+    choice: tuple[Choice, ...]
+    program: tuple[Instr, ...]
+    issued: tuple[int, ...]  # t[i]: preloads issued before E<i>
+
+    @property
+    def preload_counts(self) -> tuple[int, ...]:
+        return tuple(t - i - 1 for i, t in enumerate(self.issued))
+
+
+@dataclass(frozen=True)
+class Reference:
+    """Timing of an earlier schedule under the same order, to score candidates against."""
+
+    issued: Sequence[int]
+    load_start: Sequence[int]
+    load_end: Sequence[int]
+    exec_end: Sequence[int]
+
+    @classmethod
+    def of(cls, decisions: Decisions, schedule: Schedule) -> Reference:
+        return cls(decisions.issued, schedule.load_start, schedule.load_end, schedule.exec_end)
+
+
+def _allocate(sram: int, execute: Ladder, pend: list[int], q_lad: list[Ladder | None],
+              q_idx: list[int]) -> tuple[int, list[int]] | None:
+    """Cost-aware allocation: rung of the execute ladder and new rungs of the pending ops."""
+    rungs = [q_idx[j] for j in pend]
+    ladders = [q_lad[j] for j in pend]
+    total = execute.space[0] + sum(lad.space[r] for lad, r in zip(ladders, rungs, strict=True))
+    if total <= sram:
+        return 0, rungs
+    least = execute.space[-1] + sum(lad.space[-1] for lad in ladders)
+    if least > sram:
+        return None
+    e = 0
+    heap: list[tuple[float, int]] = []
+
+    def push(k: int) -> None:  # k = -1 is the execute ladder, else index into pend
+        lad, r = (execute, e) if k < 0 else (ladders[k], rungs[k])
+        if r + 1 < len(lad.space):
+            saved = lad.space[r] - lad.space[r + 1]
+            added = lad.cost[r + 1] - lad.cost[r]
+            heapq.heappush(heap, (-saved / added, k))
+
+    push(-1)
+    for k in range(len(pend)):
+        push(k)
+    while total > sram:
+        _, k = heapq.heappop(heap)
+        if k < 0:
+            total -= execute.space[e] - execute.space[e + 1]
+            e += 1
+        else:
+            lad = ladders[k]
+            total -= lad.space[rungs[k]] - lad.space[rungs[k] + 1]
+            rungs[k] += 1
+        push(k)
+    return e, rungs
+
+
+def schedule(instance: Instance, order: Sequence[int],
+             ladders: tuple[list[int], list[OpLadders]],
+             ref: Reference | None = None) -> Decisions | None:
+    """Inductive scheduling under preload order `order`; None if the order cannot fit SRAM.
+
+    Without `ref` each candidate is scored from an idle HBM; with it, from the state the
+    reference schedule had at the same cut (loads it had issued keep their start times).
+    """
+    ops = instance.ops
+    n = len(ops)
+    sram = instance.chip.sram_bytes
+    of_op, classes = ladders
+    pos = [0] * n
+    for s, j in enumerate(order):
+        pos[j] = s
+    tmin = [0] * n
+    reach = -1
+    for i in range(n):
+        reach = max(reach, pos[i])
+        tmin[i] = reach + 1
+
+    exec_rung = [0] * n
+    q_lad: list[Ladder | None] = [None] * n
+    q_idx = [0] * n
+    t = [0] * n
+    t_next = n
+    ax, ah = 0, NEG
+    g: dict[int, int] = {}
+    window: list[tuple[int, int]] = []  # (pos, op) of ops issued before E<i+1> and after i
+    for i in range(n - 1, -1, -1):
+        execute = classes[of_op[i]].execute
+        if i + 1 < n:
+            insort(window, (pos[i + 1], i + 1))
+        # V(t) for t = t_next down to tmin[i]: P-steps of order[t:t_next] (issued after E<i>)
+        lo = tmin[i]
+        axs = [0] * (t_next - lo + 1)
+        ahs = [0] * (t_next - lo + 1)
+        a, h = ax, ah
+        axs[-1], ahs[-1] = a, h
+        for s in range(t_next - 1, lo - 1, -1):
+            j = order[s]
+            lad = q_lad[j]
+            assert lad is not None
+            load = lad.load[q_idx[j]]
+            if load > 0:
+                c = load + max(h, g[j])
+                a, h = max(a, c), c
+            else:
+                a = max(a, g[j])
+            axs[s - lo], ahs[s - lo] = a, h
+        if ref is None:
+            base = own_load = 0
+        else:
+            base = ref.exec_end[i - 1] if i else 0
+            own_load = ref.load_end[i] - base
+        best: tuple[int, int, int, list[int]] | None = None  # (score, t, exec rung, rungs)
+        npend = 0
+        for cand in range(lo, t_next + 1):
+            while npend < len(window) and window[npend][0] < cand:
+                npend += 1
+            pend = [op for _p, op in window[:npend]]
+            alloc = _allocate(sram, execute, pend, q_lad, q_idx)
+            if alloc is None:
+                break
+            e, rungs = alloc
+            clock = own_load  # the HBM queue, relative to the end of E<i-1>
+            score = max(0, own_load) + axs[cand - lo] + execute.cost[e]
+            penalty = 0
+            for j, r in zip(pend, rungs, strict=True):
+                lad = q_lad[j]
+                assert lad is not None
+                load = lad.load[r]
+                if ref is not None and pos[j] < ref.issued[i]:
+                    end = max(ref.load_start[j] - base, clock) + load
+                else:
+                    end = max(0, clock) + load
+                if load > 0:
+                    clock = end
+                score = max(score, end + g[j])
+                penalty += lad.warm[r] - lad.warm[q_idx[j]]
+            score = max(score, clock + ahs[cand - lo]) + penalty
+            if best is None or score <= best[0]:
+                best = (score, cand, e, rungs)
+        if best is None:
+            if window and window[0][0] < lo:
+                return None  # the order forces pending preloads that cannot fit
+            best = (0, lo, len(execute.space) - 1, [])  # op too big for SRAM: least bad
+        _score, t[i], exec_rung[i], rungs = best
+        pend = [op for p, op in window if p < t[i]]
+        for j, r in zip(pend, rungs, strict=True):
+            q_idx[j] = r
+        q_lad[i] = classes[of_op[i]].preload[execute.ids[exec_rung[i]]]
+        q_idx[i] = 0
+        ax = axs[t[i] - lo] + execute.cost[exec_rung[i]]
+        ah = ahs[t[i] - lo]
+        g[i] = ax
+        for s in range(t[i], t_next):
+            g.pop(order[s], None)
+        window = [(p, op) for p, op in window if p < t[i]]
+        t_next = t[i]
+
+    choice = tuple(Choice(exec=classes[of_op[i]].execute.ids[exec_rung[i]],
+                          preload=q_lad[i].ids[q_idx[i]])  # type: ignore[union-attr]
+                   for i in range(n))
+    issued_before: list[int] = []
+    i = 0
+    for s in range(n):
+        while t[i] <= s:
+            i += 1
+        issued_before.append(i)
+    program = program_from_issue(order, issued_before, range(n))
+    return Decisions(choice=choice, program=program, issued=tuple(t))
+
+
+def schedule_refined(instance: Instance, order: Sequence[int],
+                     ladders: tuple[list[int], list[OpLadders]], rounds: int = ROUNDS
+                     ) -> tuple[Decisions, Schedule] | None:
+    """Schedule, then reschedule against the best timing so far while the makespan improves."""
+    first = schedule(instance, order, ladders)
+    if first is None:
+        return None
+    best = (first, evaluate(instance, first.choice, first.program))
+    for _ in range(rounds):
+        again = schedule(instance, order, ladders, Reference.of(*best))
+        if again is None:
+            break
+        timed = evaluate(instance, again.choice, again.program)
+        if timed.makespan_ns >= best[1].makespan_ns:
+            break
+        best = (again, timed)
+    return best
