@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "solve",
     "verify",
     "demo",
+    "compare",
     "gap",
 )
 

@@ -1,0 +1,97 @@
+"""`elk-opt compare instance.json`: every method on one instance, in one table.
+
+Runs every heuristic (or the `--methods` given, exact ones included), checks each plan with
+the independent verifier, and prints makespan, ratio to the best plan, the Ideal roofline as a
+fraction of the makespan (elk_opt.bounds: a valid lower bound, so at most 100%), preload
+counts, peak SRAM and solve time. The Ideal row shows the bound itself: it is not a schedule.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from elk_opt.bounds import ideal_bound
+from elk_opt.errors import UsageError
+from elk_opt.evaluate import evaluate_plan
+from elk_opt.io import load_instance, plan_to_dict, save_json
+from elk_opt.methods import METHODS, heuristics, solve
+from elk_opt.solution import SolveOptions
+from verify import check
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("compare", help="run every method on an instance and print one table",
+                       description=__doc__)
+    p.add_argument("instance", metavar="instance.json")
+    p.add_argument("--methods", default=None, metavar="A,B,...",
+                   help=f"methods to run (default: the heuristics, {', '.join(heuristics())})")
+    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+                   help="wall-clock limit per method that searches (seconds)")
+    p.add_argument("--json", default=None, metavar="rows.json", help="also write the rows")
+    p.set_defaults(func=run)
+
+
+def _methods(text: str | None) -> list[str]:
+    if text is None:
+        return heuristics()
+    names = [m.strip() for m in text.split(",") if m.strip()]
+    for m in names:
+        if m not in METHODS:
+            raise UsageError(f"--methods: unknown method {m!r}; choose from {', '.join(METHODS)}")
+        if METHODS[m].family == "bound":
+            raise UsageError(f"--methods: {m} is a bound, always shown as the Ideal row")
+    if not names:
+        raise UsageError("--methods: no method named")
+    return names
+
+
+def compare(instance, methods: list[str], options: SolveOptions) -> list[dict]:
+    """One row per method (plus the Ideal row first), as plain data."""
+    started = time.perf_counter()
+    bound = ideal_bound(instance)
+    rows = [{"method": "ideal", "makespan_ns": bound, "valid": None, "wall_s":
+             round(time.perf_counter() - started, 3), "bound": True}]
+    for m in methods:
+        print(f"  {m}...", file=sys.stderr, flush=True)
+        plan = solve(instance, m, options)
+        assert plan.claims is not None
+        report = check(plan_to_dict(plan))
+        schedule = evaluate_plan(plan)
+        counts = schedule.preload_count
+        rows.append({"method": m, "makespan_ns": plan.claims.makespan_ns,
+                     "status": plan.claims.status, "valid": report.valid,
+                     "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3),
+                     "max_preload_count": max(counts, default=0),
+                     "peak_sram_bytes": schedule.peak_sram_bytes,
+                     "wall_s": round(plan.claims.wall_s, 3), "bound": False})
+    best = min((r["makespan_ns"] for r in rows if not r["bound"]), default=None)
+    for r in rows:
+        r["vs_best"] = round(r["makespan_ns"] / best, 4) if best else None
+        r["ideal_fraction"] = round(bound / r["makespan_ns"], 4) if r["makespan_ns"] else 1.0
+    return rows
+
+
+def run(args: argparse.Namespace) -> int:
+    instance = load_instance(args.instance)
+    if args.time_limit is not None and args.time_limit <= 0:
+        raise UsageError(f"--time-limit must be positive, got {args.time_limit}")
+    methods = _methods(args.methods)
+    print(f"comparing {len(methods)} methods on {instance.name} ({len(instance.ops)} ops)...",
+          file=sys.stderr)
+    rows = compare(instance, methods, SolveOptions(time_limit_s=args.time_limit))
+    print(f"{'method':<10} {'makespan ns':>15} {'vs best':>8} {'ideal/ms':>9} "
+          f"{'preloads':>11} {'peak SRAM B':>12} {'solve s':>8}  verify")
+    for r in rows:
+        if r["bound"]:
+            print(f"{'ideal':<10} {r['makespan_ns']:>15,} {r['vs_best']:>8.3f} {'100.0%':>9} "
+                  f"{'-':>11} {'-':>12} {r['wall_s']:>8.3f}  (lower bound)")
+            continue
+        counts = f"{r['mean_preload_count']:.2f}/{r['max_preload_count']}"
+        print(f"{r['method']:<10} {r['makespan_ns']:>15,} {r['vs_best']:>8.3f} "
+              f"{100 * r['ideal_fraction']:>8.1f}% {counts:>11} {r['peak_sram_bytes']:>12,} "
+              f"{r['wall_s']:>8.3f}  {'ok' if r['valid'] else 'FAILED'}")
+    if args.json:
+        save_json(args.json, {"instance": instance.name, "rows": rows})
+    return 0 if all(r["valid"] is not False for r in rows) else 1

@@ -1,0 +1,34 @@
+"""`elk-opt compare`: one table of every heuristic, each plan verified."""
+
+from __future__ import annotations
+
+import json
+
+from elk_opt.cli import main
+from elk_opt.io import save_instance
+from elk_opt.methods import heuristics
+from elk_opt.synthetic import synthetic_instance
+
+
+def test_compare_table_and_json(tmp_path, capsys):
+    path = tmp_path / "instance.json"
+    save_instance(path, synthetic_instance(ops=36, plans=4, seed=3, tightness=0.6))
+    out = tmp_path / "rows.json"
+    assert main(["compare", str(path), "--json", str(out)]) == 0
+    rows = json.loads(out.read_text())["rows"]
+    assert [r["method"] for r in rows] == ["ideal", *heuristics()]
+    ideal = rows[0]["makespan_ns"]
+    for r in rows[1:]:
+        assert r["valid"] is True
+        assert ideal <= r["makespan_ns"]
+        assert 0 < r["ideal_fraction"] <= 1
+    assert min(r["vs_best"] for r in rows[1:]) == 1.0
+    table = capsys.readouterr().out
+    assert "elk-full" in table and "(lower bound)" in table
+
+
+def test_compare_bad_methods_exit_2(tmp_path, capsys):
+    path = tmp_path / "instance.json"
+    save_instance(path, synthetic_instance(ops=12, plans=2, seed=0))
+    assert main(["compare", str(path), "--methods", "nope"]) == 2
+    assert "unknown method 'nope'" in capsys.readouterr().err
