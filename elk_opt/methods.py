@@ -39,6 +39,10 @@ METHODS: dict[str, MethodInfo] = {
                       "XLA-style latency hiding: loads as early as a memory limit allows"),
     "ideal": MethodInfo("heuristics.ideal:solve", "bound",
                         "the paper's Ideal roofline as lower_bound_ns (plan: Elk-Full's)"),
+    "cpsat": MethodInfo("formulations.cpsat:solve", "exact",
+                        "CP-SAT model of sections 4-5: proven optimum or best plan and bound"),
+    "ilp": MethodInfo("formulations.ilp:solve", "exact",
+                      "ILP model (PuLP; HiGHS in-process, params solver=cbc for CBC)"),
 }
 
 

@@ -1,0 +1,168 @@
+"""The exact models: CP-SAT, ILP and exhaustive enumeration agree; optima verify and hold."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elk_opt.errors import UsageError
+from elk_opt.evaluate import evaluate, evaluate_plan
+from elk_opt.io import plan_to_dict
+from elk_opt.methods import heuristics
+from elk_opt.methods import solve as run_method
+from elk_opt.solution import SolveOptions
+from elk_opt.synthetic import synthetic_instance
+from formulations import cpsat, ilp
+from formulations.enumerate import enumerate_optimum
+from formulations.window_bound import window_bound
+from tests.strategies import random_instances, synthetic_instances
+from tests.tiny import parse, tiny_instance
+from verify import check
+
+ONE = SolveOptions(threads=1)
+
+
+def _sound(plan) -> int:
+    """The plan verifies, its claims hold, and an optimal claim has its bound equal."""
+    report = check(plan_to_dict(plan))
+    assert report.valid, report.violations
+    c = plan.claims
+    assert c.makespan_ns == evaluate_plan(plan).makespan_ns == report.makespan_ns
+    assert c.lower_bound_ns is None or c.lower_bound_ns <= c.makespan_ns
+    assert (c.status == "optimal") == (c.lower_bound_ns == c.makespan_ns)
+    assert c.params["exec_order"] == "instance"
+    return c.makespan_ns
+
+
+@given(random_instances(max_ops=5, max_plans=3))
+def test_three_methods_agree_on_random_instances(instance):
+    a = cpsat.solve(instance, ONE)
+    b = ilp.solve(instance, ONE)
+    best = enumerate_optimum(instance)
+    assert a.claims.status == b.claims.status == "optimal"
+    assert _sound(a) == _sound(b) == best.makespan_ns
+
+
+@settings(max_examples=10)
+@given(synthetic_instances(max_ops=5, max_plans=3))
+def test_three_methods_agree_on_synthetic_instances(instance):
+    a = cpsat.solve(instance, ONE)
+    b = ilp.solve(instance, ONE)
+    assert a.claims.status == b.claims.status == "optimal"
+    assert _sound(a) == _sound(b) == enumerate_optimum(instance).makespan_ns
+
+
+@settings(max_examples=15)
+@given(synthetic_instances(max_ops=14, max_plans=4))
+def test_optimum_beats_every_heuristic_and_meets_its_bound(instance):
+    plan = cpsat.solve(instance, SolveOptions(threads=2))
+    assert plan.claims.status == "optimal"
+    best = _sound(plan)
+    for name in heuristics():
+        other = run_method(instance, name)
+        if [i for kind, i in other.program if kind == "E"] == list(range(len(instance.ops))):
+            assert best <= other.claims.makespan_ns, name
+
+
+def test_cbc_agrees_with_highs():
+    instance = synthetic_instance(ops=6, plans=3, seed=5, tightness=0.6)
+    cbc = ilp.solve(instance, SolveOptions(threads=1, params={"solver": "cbc"}))
+    assert cbc.claims.status == "optimal"
+    assert _sound(cbc) == _sound(ilp.solve(instance, ONE))
+
+
+def test_a_preload_waits_for_the_execute_it_follows():
+    # op1 loads 10 ns; op0 runs 50 ns. Issued after E0, P1 starts at 50 (not 0): makespan
+    # 50 + 10 + 5 = 65; issued before E0 it overlaps: 50 + 5 = 55 -- if it fits beside op0.
+    roomy = tiny_instance([(0, 0, 50, 10, 0), (10, 40, 5, 40, 0)], sram=100)
+    tight = tiny_instance([(0, 0, 50, 70, 0), (10, 40, 5, 40, 0)], sram=100)
+    for model in (cpsat, ilp):
+        a = model.solve(roomy, ONE)
+        assert a.claims.makespan_ns == 55 and a.program == tuple(parse("P0 P1 E0 E1"))
+        b = model.solve(tight, ONE)
+        assert b.claims.makespan_ns == 65 and b.program == tuple(parse("P0 E0 P1 E1"))
+
+
+def test_reordered_preloads_beat_fifo_and_fifo_is_recorded():
+    # op1's preload does not fit beside E0 but op2's does: load op2 first, during E0 (63 ns).
+    # FIFO must load op1 after E0 and op2 after op1 (102 ns).
+    instance = tiny_instance([(1, 0, 50, 5, 0), (10, 6, 1, 6, 0), (40, 4, 1, 4, 0)], sram=10)
+    free = cpsat.solve(instance, ONE)
+    fifo = cpsat.solve(instance, SolveOptions(threads=1, params={"fifo": True}))
+    fifo_ilp = ilp.solve(instance, SolveOptions(threads=1, params={"fifo": True}))
+    assert _sound(free) == 63 and _sound(fifo) == _sound(fifo_ilp) == 102
+    assert fifo.claims.params["fifo"] is True and "fifo" not in free.claims.params
+    loads = [j for kind, j in fifo.program if kind == "P" and instance.ops[j].preload_plans[0]
+             .load_ns]
+    assert loads == sorted(loads)
+
+
+@pytest.mark.parametrize("model", [cpsat, ilp])
+def test_restrictions_are_honoured_and_recorded(model):
+    instance = synthetic_instance(ops=10, plans=3, seed=2, tightness=0.0)
+    free = model.solve(instance, ONE)
+    capped = model.solve(instance, SolveOptions(threads=1, params={"max_pending": 1,
+                                                                    "window": 2}))
+    assert capped.claims.params["max_pending"] == 1 and capped.claims.params["window"] == 2
+    schedule = evaluate_plan(capped)
+    assert max(schedule.preload_count) <= 1
+    position = {instr: k for k, instr in enumerate(capped.program)}
+    for j in range(len(instance.ops)):
+        executes_before = sum(1 for kind, i in capped.program[:position["P", j]] if kind == "E")
+        assert executes_before >= j - 2 or instance.ops[j].hbm_bytes == 0
+    assert _sound(free) <= _sound(capped)
+
+
+def test_time_limit_returns_a_feasible_plan_with_a_bound():
+    instance = synthetic_instance(ops=72, plans=6, seed=1, tightness=0.6)
+    warm = run_method(instance, "basic")
+    for model in (cpsat, ilp):
+        plan = model.solve(instance, SolveOptions(time_limit_s=1.0, threads=1,
+                                                  warm_start="basic", warm_plan=warm))
+        assert plan.claims.status in ("optimal", "feasible")
+        assert plan.claims.lower_bound_ns is not None
+        assert _sound(plan) <= warm.claims.makespan_ns or model is ilp
+
+
+def test_warm_start_is_recorded_and_method_runs_via_registry():
+    instance = synthetic_instance(ops=8, plans=3, seed=3, tightness=0.5)
+    plan = run_method(instance, "cpsat", SolveOptions(threads=1, warm_start="basic"))
+    assert plan.claims.params["warm_start"] == "basic"
+    assert plan.claims.status == "optimal"
+
+
+def test_enumeration_finds_the_hand_computed_optimum():
+    instance = tiny_instance([(5, 10, 20, 10, 1), (30, 50, 10, 10, 0), (5, 50, 10, 10, 0)],
+                             sram=80)
+    # Both later loads beside E0 need 10 + 50 + 50 > 80 B; P1 beside E0 gives the HBM bound:
+    # P0 0-5, P1 5-35, E0 5-26, P2 35-40, E1 35-45, E2 45-55.
+    best = enumerate_optimum(instance)
+    assert best.makespan_ns == 55
+    assert best.program == tuple(parse("P0 P1 E0 P2 E1 E2"))
+    assert evaluate(instance, best.choice, best.program).makespan_ns == 55
+    for model in (cpsat, ilp):
+        assert model.solve(instance, ONE).claims.makespan_ns == 55
+
+
+def test_infeasible_instance_is_a_usage_error():
+    instance = tiny_instance([(1, 0, 1, 200, 0)], sram=100)
+    for model in (cpsat, ilp):
+        with pytest.raises(UsageError, match="infeasible"):
+            model.solve(instance, ONE)
+
+
+@given(random_instances(max_ops=5, max_plans=3), st.integers(1, 5))
+def test_window_bound_never_exceeds_the_optimum(instance, width):
+    best = enumerate_optimum(instance).makespan_ns
+    assert window_bound(instance, width=width, threads=1).bound_ns <= best
+    assert window_bound(instance, width=len(instance.ops), threads=1).bound_ns == best
+
+
+@settings(max_examples=10)
+@given(synthetic_instances(max_ops=16, max_plans=3), st.integers(2, 8))
+def test_window_and_lp_bounds_hold_on_synthetic_instances(instance, width):
+    best = cpsat.solve(instance, SolveOptions(threads=2))
+    assert best.claims.status == "optimal"
+    assert window_bound(instance, width=width).bound_ns <= best.claims.makespan_ns
+    assert ilp.lp_bound(instance) <= best.claims.makespan_ns
