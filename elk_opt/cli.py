@@ -15,6 +15,8 @@ from elk_opt.errors import InputError, UsageError
 
 COMMAND_MODULES = (
     "instance",
+    "models",
+    "chips",
     "solve",
     "verify",
     "demo",

@@ -1,20 +1,49 @@
-"""`elk-opt instance SOURCE -o instance.json`: build a problem instance."""
+"""`elk-opt instance SOURCE -o instance.json`: build a problem instance.
+
+SOURCE is a zoo model (`elk-opt models`), an ONNX file, or `synthetic`.
+"""
 
 from __future__ import annotations
 
 import argparse
+import sys
+import time
+from pathlib import Path
 
+from elk_opt.chips import DEFAULT_CHIP, load_chip
+from elk_opt.cost import DEFAULT_COST_MODEL
 from elk_opt.errors import UsageError
 from elk_opt.io import save_instance
+from elk_opt.partition import SearchOptions
+from elk_opt.problem import Instance
 from elk_opt.synthetic import synthetic_instance
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("instance", help="build an elk-instance/1 file",
-                       description="Build an instance. SOURCE 'synthetic' draws a seeded "
-                                   "synthetic decoder-like instance.")
-    p.add_argument("source", metavar="SOURCE", help="'synthetic'")
+                       description="Build an instance from a zoo model (see `elk-opt models`), "
+                                   "an ONNX file, or 'synthetic' (a seeded synthetic "
+                                   "decoder-like instance).")
+    p.add_argument("source", metavar="MODEL_OR_ONNX", help="zoo model name, model.onnx, or "
+                                                           "'synthetic'")
     p.add_argument("-o", "--output", required=True, metavar="instance.json")
+    m = p.add_argument_group("models and ONNX files")
+    m.add_argument("--chip", default=DEFAULT_CHIP, metavar="NAME_OR_TOML",
+                   help=f"chip preset (`elk-opt chips`) or a chip TOML file "
+                        f"(default {DEFAULT_CHIP})")
+    m.add_argument("--batch", type=int, default=32, help="sequences per step (default 32)")
+    m.add_argument("--kv-len", type=int, default=2048,
+                   help="KV-cache tokens in decode, prompt tokens otherwise (default 2048)")
+    m.add_argument("--layers", type=int, help="keep the first N decoder layers (zoo models)")
+    m.add_argument("--mode", default="decode", choices=("decode", "prefill", "forward"))
+    m.add_argument("--dtype", default="bf16", help="weight and activation type of zoo "
+                                                   "models: bf16, fp16, fp32, fp8")
+    m.add_argument("--cost-model", default=DEFAULT_COST_MODEL, metavar="NAME",
+                   help="analytic (default) or table:PATH (from `elk-opt collect`)")
+    m.add_argument("--max-plans", type=int, default=SearchOptions.max_exec,
+                   help=f"execute plans kept per op (default {SearchOptions.max_exec})")
+    m.add_argument("--max-preloads", type=int, default=SearchOptions.max_preload,
+                   help=f"preload plans kept per op (default {SearchOptions.max_preload})")
     g = p.add_argument_group("synthetic")
     g.add_argument("--ops", type=int, default=48, help="number of ops (default 48)")
     g.add_argument("--plans", type=int, default=4, help="execute plans per op (default 4)")
@@ -25,13 +54,47 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.source != "synthetic":
-        raise UsageError(f"unknown instance source {args.source!r}; available: synthetic")
-    try:
-        instance = synthetic_instance(args.ops, args.plans, args.seed, args.tightness)
-    except ValueError as e:
-        raise UsageError(str(e)) from None
+    started = time.perf_counter()
+    if args.source == "synthetic":
+        try:
+            instance = synthetic_instance(args.ops, args.plans, args.seed, args.tightness)
+        except ValueError as e:
+            raise UsageError(str(e)) from None
+    else:
+        instance = _real(args)
     save_instance(args.output, instance)
-    print(f"{instance.name}: {len(instance.ops)} ops, SRAM {instance.chip.sram_bytes:,} B/core "
+    hbm = sum(op.hbm_bytes for op in instance.ops)
+    print(f"{instance.name}: {len(instance.ops)} ops, {hbm / 1e9:,.3f} GB of HBM data, SRAM "
+          f"{instance.chip.sram_bytes:,} B/core, built in {time.perf_counter() - started:.1f} s "
           f"-> {args.output}")
     return 0
+
+
+def _real(args: argparse.Namespace) -> Instance:
+    from elk_opt.zoo import model_instance, model_names
+
+    if args.max_plans < 1 or args.max_preloads < 1:
+        raise UsageError("--max-plans and --max-preloads must be at least 1")
+    options = SearchOptions(max_exec=args.max_plans, max_preload=args.max_preloads)
+    chip = load_chip(args.chip)
+    if args.source in model_names():
+        print(f"building {args.source} ({args.mode}) on {chip.name}...", file=sys.stderr)
+        return model_instance(args.source, chip, batch=args.batch, kv_len=args.kv_len,
+                              layers=args.layers, mode=args.mode, dtype=args.dtype,
+                              cost_model=args.cost_model, options=options, progress=True)
+    path = Path(args.source)
+    if path.suffix != ".onnx" and not path.exists():
+        raise UsageError(f"unknown instance source {args.source!r}: not a zoo model "
+                         f"({', '.join(model_names())}), an .onnx file or 'synthetic'")
+    if args.layers is not None:
+        raise UsageError("--layers applies to zoo models; export fewer layers instead")
+    from elk_opt.build import instance_from_graph
+    from elk_opt.onnx_import import load_model
+
+    model = load_model(path)
+    print(f"importing {path} ({args.mode}) on {chip.name}...", file=sys.stderr)
+    return instance_from_graph(model, chip, name=f"{path.stem}-{args.mode}-b{args.batch}-"
+                                                 f"kv{args.kv_len}-{chip.name}",
+                               source=str(path), batch=args.batch, kv_len=args.kv_len,
+                               mode=args.mode, cost_model=args.cost_model, options=options,
+                               progress=True)

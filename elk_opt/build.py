@@ -1,0 +1,136 @@
+"""ONNX graph + chip + cost model -> `elk-instance/1`.
+
+Each distinct `Work` (kind, shape, HBM operand, dtype) is searched once, so identical decoder
+layers share identical plans. Every op records its HBM data kind ("hbm_data": "weights" | "kv")
+and its iteration space ("work") so `elk-opt plans` can redraw its front; the instance records
+the source, the workload and the cost model.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import replace
+from typing import Any
+
+import onnx
+
+from elk_opt.cost import DEFAULT_COST_MODEL, CostModel, get_cost_model
+from elk_opt.errors import UsageError
+from elk_opt.onnx_import import Bindings, GraphOp, Work, import_graph
+from elk_opt.partition import DEFAULT_SEARCH, OpPlans, SearchOptions, search
+from elk_opt.problem import Chip, Instance, Op
+
+MODES = ("decode", "prefill", "forward")
+SPLIT_FRACTION = 4  # ops whose HBM data needs more than 1/4 of each core's SRAM are split
+
+
+def work_to_dict(work: Work) -> dict[str, Any]:
+    return {"kind": work.kind, "dims": list(work.dims), "hbm": work.hbm,
+            "hbm_bytes": work.hbm_bytes, "dtype_bytes": work.dtype_bytes}
+
+
+def work_from_dict(raw: dict[str, Any]) -> Work:
+    return Work(raw["kind"], tuple(raw["dims"]), raw["hbm"], raw["hbm_bytes"],
+                raw["dtype_bytes"])
+
+
+def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source: str,
+                        batch: int, kv_len: int, mode: str, cost_model: str = DEFAULT_COST_MODEL,
+                        options: SearchOptions = DEFAULT_SEARCH,
+                        meta: dict[str, Any] | None = None, progress: bool = False) -> Instance:
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if batch < 1 or kv_len < 1:
+        raise UsageError(f"batch and kv-len must be positive, got {batch} and {kv_len}")
+    seq = 1 if mode == "decode" else kv_len
+    graph_ops = import_graph(model, source, Bindings(batch=batch, kv_len=kv_len, seq=seq))
+    if not graph_ops:
+        raise UsageError(f"{source}: the graph has no compute ops")
+    graph_ops = split_large_ops(graph_ops, chip)
+    cost = get_cost_model(cost_model, chip)
+    cache: dict[Work, OpPlans] = {}
+    ops = []
+    for k, gop in enumerate(graph_ops):
+        plans = cache.get(gop.work)
+        if plans is None:
+            plans = _search(gop, chip, cost, options, source)
+            cache[gop.work] = plans
+        if progress and k % 200 == 0:
+            print(f"  op {k}/{len(graph_ops)}: {len(cache)} distinct ops searched",
+                  file=sys.stderr)
+        ops.append(_op(gop, plans))
+    extra = {"source": {"kind": "onnx", "path": source, **(meta or {}),
+                        "batch": batch, "kv_len": kv_len, "mode": mode},
+             "cost_model": {**cost.metadata(), "spec": cost_model},
+             "partition_search": {"max_exec": options.max_exec,
+                                  "max_preload": options.max_preload,
+                                  "max_slowdown": options.max_slowdown,
+                                  "distinct_ops": len(cache)}}
+    return Instance(name=name, chip=chip, ops=tuple(ops), extra=extra)
+
+
+def split_large_ops(graph_ops: list[GraphOp], chip: Chip) -> list[GraphOp]:
+    """Split ops whose HBM data would fill more than 1/SPLIT_FRACTION of SRAM into chunks.
+
+    A matmul is cut along its independent dimension (G for batched products, otherwise the
+    dimension of the HBM operand that is not reduced: N of weights, M of an HBM left operand),
+    a gather along its rows. Chunks read the same inputs; consumers wait for every chunk.
+    Bytes and flops are divided exactly.
+    """
+    limit = chip.sram_bytes * chip.cores // SPLIT_FRACTION
+    out: list[GraphOp] = []
+    index: dict[int, list[int]] = {}
+    for k, gop in enumerate(graph_ops):
+        inputs = tuple(sorted({j for i in gop.inputs for j in index[i]}))
+        chunks = -(-gop.work.hbm_bytes // limit) if gop.work.hbm_bytes > limit else 1
+        axis = _split_axis(gop.work)
+        if chunks == 1 or axis is None:
+            index[k] = [len(out)]
+            out.append(replace(gop, inputs=inputs))
+            continue
+        dim = gop.work.dims[axis]
+        chunks = min(chunks, dim)
+        index[k] = []
+        for c in range(chunks):
+            lo, hi = dim * c // chunks, dim * (c + 1) // chunks
+            dims = list(gop.work.dims)
+            dims[axis] = hi - lo
+            hbm = gop.work.hbm_bytes * hi // dim - gop.work.hbm_bytes * lo // dim
+            work = replace(gop.work, dims=tuple(dims), hbm_bytes=hbm)
+            flops = gop.flops * hi // dim - gop.flops * lo // dim
+            index[k].append(len(out))
+            out.append(replace(gop, name=f"{gop.name}#{c}", inputs=inputs, work=work,
+                               flops=flops))
+    return out
+
+
+def _split_axis(work: Work) -> int | None:
+    if work.kind == "matmul":
+        if work.dims[0] > 1:
+            return 0
+        return {"B": 3, "A": 1}.get(work.hbm or "")
+    if work.kind == "gather":
+        return 0
+    return None
+
+
+def _search(gop: GraphOp, chip: Chip, cost: CostModel, options: SearchOptions,
+            source: str) -> OpPlans:
+    try:
+        return search(gop.work, chip.cores, chip.sram_bytes, cost, options)
+    except ValueError as e:
+        need = -(-gop.work.hbm_bytes // chip.cores)
+        raise UsageError(f"{source}: op {gop.name!r} ({gop.kind}, {gop.work.hbm_bytes:,} B of "
+                         f"HBM data, at least {need:,} B per core) does not fit {chip.name}: "
+                         f"{e}; lower --batch or --kv-len") from None
+
+
+def _op(gop: GraphOp, plans: OpPlans) -> Op:
+    extra: dict[str, Any] = {"onnx_type": gop.onnx_type, "work": work_to_dict(gop.work),
+                             "plan_details": [c.describe() for c in plans.details],
+                             "preload_layouts": [list(x) for x in plans.layouts]}
+    if gop.hbm_data:
+        extra["hbm_data"] = gop.hbm_data
+    return Op(name=gop.name, kind=gop.kind, layer=gop.layer, inputs=gop.inputs,
+              hbm_bytes=gop.work.hbm_bytes, flops=gop.flops, exec_plans=plans.exec_plans,
+              preload_plans=plans.preload_plans, warmup=plans.warmup, extra=extra)

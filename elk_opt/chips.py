@@ -1,0 +1,100 @@
+"""Chip presets (`elk_opt/chip_data/*.toml`, each citing its published figures) and user chips.
+
+A chip file holds the `elk-instance/1` chip fields (name, cores, sram_bytes, hbm_bytes_per_s,
+clock_hz, [noc]) plus an `[extra]` table of per-core figures the cost models and the simulator
+need; they land in `Chip.extra` (and in the instance's chip object as extra keys). Missing
+extras take the IPU Mk2 values in `EXTRA_DEFAULTS`.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from elk_opt.errors import InputError, UsageError
+from elk_opt.io import _Reader, chip_from_dict
+from elk_opt.problem import Chip
+
+DEFAULT_CHIP = "ipu-pod4-hbm3e"
+DATA_DIR = Path(__file__).with_name("chip_data")
+
+# Per-core figures of one IPU Mk2 tile (see chip_data/ipu-mk2.toml for the sources).
+EXTRA_DEFAULTS: dict[str, float] = {
+    "chips": 1,                          # physical chips the cores span
+    "flops_per_cycle": 128,              # matmul flop per cycle per core
+    "vector_elems_per_cycle": 4,         # elementwise results per cycle per core
+    "sram_port_bytes_per_s": 32e9,       # per core SRAM port bandwidth
+    "sync_ns": 150,                      # one barrier across all cores
+    "hbm_latency_ns": 500,               # fixed cost of one preload
+    "hop_ns": 2,                         # mesh router traversal
+    "inter_chip_bytes_per_s": 320e9,     # chip-to-chip bandwidth per chip
+    "inter_chip_launch_ns": 1000,        # S-curve link model: launch overhead
+    "inter_chip_rtt_ns": 2000,           # S-curve link model: round-trip time
+}
+INTEGER_EXTRAS = {"chips"}
+
+
+def chip_names() -> list[str]:
+    return sorted(p.stem for p in DATA_DIR.glob("*.toml"))
+
+
+def load_chip(name_or_path: str) -> Chip:
+    """A preset by name, or a user chip TOML file by path."""
+    if name_or_path in chip_names():
+        return _load_toml(DATA_DIR / f"{name_or_path}.toml")
+    path = Path(name_or_path)
+    if path.suffix == ".toml" or path.exists():
+        return _load_toml(path)
+    raise UsageError(f"unknown chip {name_or_path!r}; presets: {', '.join(chip_names())} "
+                     "(or give a .toml file)")
+
+
+def _load_toml(path: Path) -> Chip:
+    try:
+        with open(path, "rb") as f:
+            raw = tomllib.load(f)
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (IsADirectoryError, PermissionError) as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: invalid TOML: {e}") from None
+    return chip_from_toml(raw, str(path))
+
+
+def chip_from_toml(raw: dict[str, Any], source: str) -> Chip:
+    """Validate a parsed chip file; errors name the file, the field and the value."""
+    extra = raw.get("extra", {})
+    if not isinstance(extra, dict):
+        raise InputError(f"{source}: extra: must be a table, got {extra!r}")
+    flat = {k: v for k, v in raw.items() if k != "extra"}
+    for key in flat:
+        if key not in {"name", "cores", "sram_bytes", "hbm_bytes_per_s", "clock_hz", "noc"}:
+            raise InputError(f"{source}: {key}: unknown field (per-core figures go in [extra])")
+    values = dict(EXTRA_DEFAULTS)
+    for key, value in extra.items():
+        if key not in EXTRA_DEFAULTS:
+            raise InputError(f"{source}: extra.{key}: unknown field; known: "
+                             f"{', '.join(EXTRA_DEFAULTS)}")
+        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        if key in INTEGER_EXTRAS:
+            ok = ok and isinstance(value, int)
+        if not ok:
+            kind = "a positive integer" if key in INTEGER_EXTRAS else "a positive number"
+            raise InputError(f"{source}: extra.{key}: must be {kind}, got {value!r}")
+        values[key] = value
+    chip = chip_from_dict({**flat, **values}, _Reader(source), "")
+    if chip.cores % int(values["chips"]):
+        raise InputError(f"{source}: extra.chips: {values['chips']} does not divide "
+                         f"cores {chip.cores}")
+    noc = chip.noc
+    if noc.topology == "mesh" and noc.mesh_rows * noc.mesh_cols != chip.cores:
+        raise InputError(f"{source}: noc.mesh_rows: {noc.mesh_rows} x mesh_cols "
+                         f"{noc.mesh_cols} must equal cores {chip.cores}")
+    return chip
+
+
+def chip_figure(chip: Chip, key: str) -> float:
+    """A per-core figure from `chip.extra`, defaulting to the IPU Mk2 value."""
+    return float(chip.extra.get(key, EXTRA_DEFAULTS[key]))

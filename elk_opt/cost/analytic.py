@@ -1,0 +1,111 @@
+"""The analytic cost model of one core, its NoC share, HBM loads and inter-chip links.
+
+Calibrated from the chip file's published figures (chip_data/*.toml): matmul flop per cycle,
+SRAM port bytes per second, exchange (NoC) bytes per second per core or per mesh link, BSP sync
+cost, HBM bandwidth and latency, and the S-curve of chip-to-chip links. Every function is
+monotone in the bytes and work it is given, so a plan that moves more data never costs less.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil, sqrt
+from typing import Any
+
+from elk_opt.chips import chip_figure
+from elk_opt.cost.links import SCurveLink
+from elk_opt.problem import Chip
+
+MATMUL_K_ALIGN = 16  # AMP units consume k in blocks of 16 (IPU: 16 fp16 per pass)
+MATMUL_N_ALIGN = 4  # and produce 4 output columns per pass
+LAUNCH_CYCLES = 100  # codelet (vertex) launch per compute phase
+
+
+@dataclass(frozen=True)
+class AnalyticModel:
+    chip: Chip
+
+    name = "analytic"
+
+    @property
+    def clock(self) -> float:
+        return float(self.chip.clock_hz)
+
+    def metadata(self) -> dict[str, Any]:
+        keys = ("flops_per_cycle", "vector_elems_per_cycle", "sram_port_bytes_per_s",
+                "sync_ns", "hbm_latency_ns", "hop_ns", "inter_chip_bytes_per_s",
+                "inter_chip_launch_ns", "inter_chip_rtt_ns", "chips")
+        return {"name": self.name, **{k: chip_figure(self.chip, k) for k in keys}}
+
+    # ------------------------------------------------------------------ compute
+    def matmul_ns(self, g: int, m: int, k: int, n: int, dtype_bytes: int) -> float:
+        """One core computing g products [m,k] x [k,n] from its SRAM."""
+        if g * m * k * n == 0:
+            return 0.0
+        kp = ceil(k / MATMUL_K_ALIGN) * MATMUL_K_ALIGN
+        np_ = ceil(n / MATMUL_N_ALIGN) * MATMUL_N_ALIGN
+        flops = 2 * g * m * kp * np_
+        compute = flops / chip_figure(self.chip, "flops_per_cycle")
+        touched = g * (m * k + k * n) * dtype_bytes + g * m * n * 4
+        port = touched * self.clock / chip_figure(self.chip, "sram_port_bytes_per_s")
+        return (max(compute, port) + LAUNCH_CYCLES) * 1e9 / self.clock
+
+    def vector_ns(self, elems: float, bytes_touched: float, ops_per_elem: float) -> float:
+        """One core applying `ops_per_elem` vector operations to `elems` elements."""
+        if elems <= 0:
+            return 0.0
+        compute = elems * ops_per_elem / chip_figure(self.chip, "vector_elems_per_cycle")
+        port = bytes_touched * self.clock / chip_figure(self.chip, "sram_port_bytes_per_s")
+        return (max(compute, port) + LAUNCH_CYCLES) * 1e9 / self.clock
+
+    @property
+    def sync_ns(self) -> float:
+        return chip_figure(self.chip, "sync_ns")
+
+    # ------------------------------------------------------------------ data movement
+    @property
+    def cores_per_chip(self) -> int:
+        return self.chip.cores // int(chip_figure(self.chip, "chips"))
+
+    def inter_chip(self) -> SCurveLink:
+        return SCurveLink(chip_figure(self.chip, "inter_chip_bytes_per_s"),
+                          chip_figure(self.chip, "inter_chip_launch_ns"),
+                          chip_figure(self.chip, "inter_chip_rtt_ns"))
+
+    def noc_ns(self, bytes_per_core: float, group: int) -> float:
+        """Every core receives `bytes_per_core` from the other cores of its group of `group`.
+
+        On-chip: the core's exchange port (all-to-all) or its mesh link, plus the hops across
+        the group on a mesh. Groups wider than one chip send the off-chip share of their
+        traffic over the chip-to-chip links (S-curve), all of a chip's cores at once.
+        """
+        if bytes_per_core <= 0:
+            return 0.0
+        noc = self.chip.noc
+        on_chip = bytes_per_core * 1e9 / noc.link_bytes_per_s
+        if noc.topology == "mesh":
+            on_chip += 2 * sqrt(min(group, self.chip.cores)) * chip_figure(self.chip, "hop_ns")
+        per_chip = self.cores_per_chip
+        if group <= per_chip:
+            return on_chip
+        off_fraction = 1.0 - per_chip / group
+        off_chip = self.inter_chip().time_ns(off_fraction * bytes_per_core * per_chip)
+        return max(on_chip, off_chip)
+
+    def load_ns(self, hbm_bytes: float, replicas: int) -> float:
+        """Preload `hbm_bytes` from HBM into SRAM with each byte on `replicas` cores.
+
+        Load time is the longer of the HBM time and the NoC distribution time: all-to-all, each
+        core receives its share through its exchange port; on a mesh the HBM ports at the edge
+        inject through their links. Replicas are copied on chip, never re-read from HBM.
+        """
+        if hbm_bytes <= 0:
+            return 0.0
+        hbm = hbm_bytes * 1e9 / self.chip.hbm_bytes_per_s
+        noc = self.chip.noc
+        delivered = hbm_bytes * replicas
+        if noc.topology == "mesh":
+            spread = delivered / noc.hbm_ports * 1e9 / noc.link_bytes_per_s
+        else:
+            spread = delivered / self.chip.cores * 1e9 / noc.link_bytes_per_s
+        return max(hbm, spread) + chip_figure(self.chip, "hbm_latency_ns")

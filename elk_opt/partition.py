@@ -1,0 +1,334 @@
+"""T10-style partition-plan search for one operator.
+
+An execute plan splits the op's iteration space across the cores (factors that divide the core
+count) and, for an operand shared by several cores, either replicates it or rotates it among the
+sharers (T10's temporal split: each core holds 1/r of the shared tile and passes pieces around a
+ring in r steps, overlapping the shifts with compute). For each candidate the cost model gives
+per-core compute time, NoC bytes and time, and the SRAM bytes while executing. Only the Pareto
+front (time vs space) is kept, thinned to `max_exec` plans.
+
+Preload plans hold the op's HBM data spread over all cores with `r` copies of each byte
+(r = 1: each core holds 1/cores; larger r: closer to an execute layout that replicates).
+A preload plan with r copies is compatible with an execute plan whose HBM operand has R copies
+when r divides R; the warm-up then replicates the missing (1 - r/R) share over the NoC. The
+preload layout of a chosen pair is tiled to match its execute plan, so no other reshuffle is
+needed. Ops without HBM data get one empty preload plan.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import ceil
+from typing import Any
+
+from elk_opt.cost import CostModel
+from elk_opt.onnx_import import Work
+from elk_opt.problem import ExecPlan, PreloadPlan, Warmup
+
+ACC_BYTES = 4  # partial sums of a split reduction dimension are fp32
+MIN_CORE_FRACTION = 4  # plans may leave at most 3/4 of the cores idle
+OPS_PER_ELEM = {"elementwise": 1.0, "norm": 5.0, "softmax": 5.0, "reduce": 1.0, "gather": 1.0}
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    max_exec: int = 8
+    max_preload: int = 4
+    max_slowdown: float = 8.0  # drop execute plans this many times slower than the fastest
+
+
+DEFAULT_SEARCH = SearchOptions()
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """An execute plan with what it is made of (kept for `elk-opt plans` and tests)."""
+
+    time_ns: int
+    space_bytes: int
+    noc_bytes: int
+    noc_ns: int
+    compute_ns: int
+    hbm_part: int  # per-core bytes of HBM data in the execute layout
+    replicas: int  # copies of each HBM byte in the execute layout
+    cores_used: int
+    split: tuple[int, ...]
+    rotate: str | None  # operand rotated among its sharers
+    rotation: int
+    noc_group: int  # cores a plan's NoC traffic spans
+
+    def describe(self) -> dict[str, Any]:
+        return {"split": list(self.split), "rotate": self.rotate, "rotation": self.rotation,
+                "compute_ns": self.compute_ns, "noc_ns": self.noc_ns,
+                "replicas": self.replicas, "hbm_part_bytes": self.hbm_part,
+                "noc_group": self.noc_group, "cores_used": self.cores_used}
+
+
+@dataclass(frozen=True)
+class OpPlans:
+    exec_plans: tuple[ExecPlan, ...]
+    preload_plans: tuple[PreloadPlan, ...]
+    warmup: tuple[Warmup, ...]
+    details: tuple[Candidate, ...]  # one per exec plan, same order
+    layouts: tuple[tuple[int, int], ...]  # (cores used, copies of each byte) per preload plan
+
+
+def divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def splits(dims: tuple[int, ...], cores: int) -> list[tuple[int, ...]]:
+    """Factor tuples (one per dim, none above its dim) whose product divides `cores`.
+
+    Products below a quarter of the largest reachable one are dropped: they idle cores.
+    """
+    divs = divisors(cores)
+    out: list[tuple[int, ...]] = []
+
+    def rec(i: int, left: int, acc: tuple[int, ...]) -> None:
+        if i == len(dims):
+            out.append(acc)
+            return
+        for d in divs:
+            if d > left:
+                break
+            if left % d == 0 and d <= dims[i]:
+                rec(i + 1, left // d, (*acc, d))
+
+    rec(0, cores, ())
+    best = max(_prod(s) for s in out)
+    return [s for s in out if _prod(s) * MIN_CORE_FRACTION >= best]
+
+
+def _prod(values: tuple[int, ...]) -> int:
+    out = 1
+    for v in values:
+        out *= v
+    return out
+
+
+def _rotations(sharers: int) -> list[int]:
+    """Rotation factors worth trying for an operand shared by `sharers` cores."""
+    if sharers < 4:
+        return [1]
+    opts = {1, sharers}
+    mid = [d for d in divisors(sharers) if 4 <= d < sharers]
+    if mid:
+        opts.add(mid[len(mid) // 2])
+    return sorted(opts)
+
+
+# ---------------------------------------------------------------------------- candidates
+
+def matmul_candidates(work: Work, cores: int, cost: CostModel) -> list[Candidate]:
+    g_dim, m_dim, k_dim, n_dim = work.dims
+    b = work.dtype_bytes
+    out: list[Candidate] = []
+    bias = work.hbm_bytes if work.hbm == "param" else 0
+    if work.hbm in ("A", "B"):
+        side = g_dim * (m_dim * k_dim if work.hbm == "A" else k_dim * n_dim) * b
+        bias = max(0, work.hbm_bytes - side)
+    for fg, fm, fk, fn in splits(work.dims, cores):
+        used = fg * fm * fk * fn
+        g, m, k, n = ceil(g_dim / fg), ceil(m_dim / fm), ceil(k_dim / fk), ceil(n_dim / fn)
+        a_tile, b_tile = g * m * k * b, g * k * n * b
+        acc = ACC_BYTES if fk > 1 else b
+        o_tile = g * m * n * acc
+        bias_part = ceil(bias * (n / n_dim)) if bias else 0
+        for ra in _rotations(fn):
+            for rb in _rotations(fm):
+                if ra > 1 and rb > 1:
+                    continue
+                out.append(_matmul_plan(work, cost, cores, used, (fg, fm, fk, fn),
+                                        (g, m, k, n), a_tile, b_tile, o_tile, bias_part, ra, rb))
+    return out
+
+
+def _matmul_plan(work: Work, cost: CostModel, cores: int, used: int,
+                 f: tuple[int, int, int, int], t: tuple[int, int, int, int],
+                 a_tile: int, b_tile: int, o_tile: int, bias_part: int,
+                 ra: int, rb: int) -> Candidate:
+    fg, fm, fk, fn = f
+    g, m, k, n = t
+    a_space = a_tile if ra == 1 else 2 * ceil(a_tile / ra)
+    b_space = b_tile if rb == 1 else 2 * ceil(b_tile / rb)
+    space = a_space + b_space + o_tile + bias_part
+    # activations arrive from their producers' layouts; HBM operands are already in place
+    gather = (0 if work.hbm == "A" else a_tile) + (0 if work.hbm == "B" else b_tile)
+    first = (0 if work.hbm == "A" else ceil(a_tile / ra)) + \
+        (0 if work.hbm == "B" else ceil(b_tile / rb))
+    steps = max(ra, rb)
+    shift_piece = ceil(a_tile / ra) if ra > 1 else ceil(b_tile / rb) if rb > 1 else 0
+    rotated_hbm = (work.hbm == "A" and ra > 1) or (work.hbm == "B" and rb > 1)
+    noc_bytes = gather + (shift_piece * (steps - 1) if rotated_hbm else 0)
+    reduce_bytes = ceil(o_tile * (fk - 1) / fk)
+    noc_bytes += reduce_bytes
+    compute = cost.matmul_ns(g, m, k, n, work.dtype_bytes)
+    first_ns = cost.noc_ns(first, fn)
+    shift_ns = cost.noc_ns(shift_piece, fn if ra > 1 else fm)
+    reduce_ns = cost.noc_ns(reduce_bytes, fk)
+    if fk > 1:
+        reduce_ns += cost.vector_ns(o_tile / ACC_BYTES, 2 * o_tile, 1.0)
+    step_ns = compute / steps
+    time = (first_ns + step_ns + (steps - 1) * (max(step_ns, shift_ns) + cost.sync_ns)
+            + reduce_ns + cost.sync_ns * (2 if fk > 1 else 1))
+    noc_ns = first_ns + (steps - 1) * shift_ns + reduce_ns
+    if work.hbm == "A":
+        hbm_part, replicas = (a_tile if ra == 1 else ceil(a_tile / ra)), fn // ra
+    elif work.hbm == "B":
+        hbm_part, replicas = (b_tile if rb == 1 else ceil(b_tile / rb)), fm // rb
+    else:
+        hbm_part, replicas = 0, 1
+    hbm_part += bias_part
+    if work.hbm == "param":
+        replicas = max(1, used // fn)
+    rotate = "A" if ra > 1 else "B" if rb > 1 else None
+    return Candidate(time_ns=ceil(time), space_bytes=space, noc_bytes=noc_bytes,
+                     noc_ns=ceil(noc_ns), compute_ns=ceil(compute), hbm_part=hbm_part,
+                     replicas=replicas, cores_used=used, split=f, rotate=rotate,
+                     rotation=steps,
+                     noc_group=max(fn, fk, fm if rb > 1 else 1))
+
+
+def rowwise_candidates(work: Work, cores: int, cost: CostModel) -> list[Candidate]:
+    """Norms, softmax, reductions and gathers: rows split freely, columns split with a
+    cross-core reduction of per-row statistics (none for a gather)."""
+    rows, cols = work.dims
+    b = work.dtype_bytes
+    ops = OPS_PER_ELEM[work.kind]
+    out: list[Candidate] = []
+    options = [s for used in divisors(cores) for s in _exact_splits((rows, cols), used)]
+    for fr, fc in options:
+        used = fr * fc
+        r, c = ceil(rows / fr), ceil(cols / fc)
+        tile = r * c * b
+        if work.kind == "gather":
+            space, hbm_part, replicas = 2 * tile, tile, 1
+        else:
+            param = ceil(work.hbm_bytes * c / cols) if work.hbm else 0
+            out_tile = r * b if work.kind == "reduce" else tile
+            space, hbm_part, replicas = tile + out_tile + param, param, fr
+        reduce_bytes = 0 if fc == 1 or work.kind == "gather" else ceil(8 * r * (fc - 1) / fc)
+        compute = cost.vector_ns(r * c, 2 * tile, ops)
+        noc_ns = cost.noc_ns(reduce_bytes, fc)
+        syncs = 1 if reduce_bytes == 0 else 1 + (2 if work.kind in ("norm", "softmax") else 1)
+        time = compute + noc_ns * (2 if work.kind in ("norm", "softmax") else 1) \
+            + syncs * cost.sync_ns
+        out.append(Candidate(time_ns=ceil(time), space_bytes=space, noc_bytes=reduce_bytes,
+                             noc_ns=ceil(noc_ns), compute_ns=ceil(compute), hbm_part=hbm_part,
+                             replicas=replicas, cores_used=used, split=(fr, fc), rotate=None,
+                             rotation=1,
+                             noc_group=fc))
+    return out
+
+
+def _exact_splits(dims: tuple[int, int], used: int) -> list[tuple[int, int]]:
+    return [(d, used // d) for d in divisors(used) if d <= dims[0] and used // d <= dims[1]]
+
+
+def elementwise_candidates(work: Work, cores: int, cost: CostModel) -> list[Candidate]:
+    """Elements split evenly; every activation input after the first is re-laid out to match."""
+    elems, acts = work.dims
+    b = work.dtype_bytes
+    out: list[Candidate] = []
+    for used in divisors(cores):
+        if used > elems or used * MIN_CORE_FRACTION < min(cores, elems):
+            continue
+        e = ceil(elems / used)
+        param = min(work.hbm_bytes, e * b) if work.hbm else 0
+        space = (acts + 1) * e * b + param
+        noc_bytes = max(0, acts - 1) * e * b
+        noc_ns = cost.noc_ns(noc_bytes, 1)  # between two even splits: neighbouring cores
+        compute = cost.vector_ns(e, (acts + 1) * e * b + param, 1.0)
+        time = noc_ns + compute + cost.sync_ns
+        replicas = max(1, ceil(used * param / work.hbm_bytes)) if param else 1
+        out.append(Candidate(time_ns=ceil(time), space_bytes=space, noc_bytes=noc_bytes,
+                             noc_ns=ceil(noc_ns), compute_ns=ceil(compute), hbm_part=param,
+                             replicas=replicas, cores_used=used, split=(used,), rotate=None,
+                             rotation=1,
+                             noc_group=1))
+    return out
+
+
+def candidates(work: Work, cores: int, cost: CostModel) -> list[Candidate]:
+    if work.kind == "matmul":
+        return matmul_candidates(work, cores, cost)
+    if work.kind == "elementwise":
+        return elementwise_candidates(work, cores, cost)
+    return rowwise_candidates(work, cores, cost)
+
+
+# ---------------------------------------------------------------------------- selection
+
+def pareto(cands: list[Candidate]) -> list[Candidate]:
+    """Plans no other plan beats on both time and space, fastest first (ties: less NoC)."""
+    front: list[Candidate] = []
+    for c in sorted(cands, key=lambda c: (c.time_ns, c.space_bytes, c.noc_bytes, c.split)):
+        if not front or c.space_bytes < front[-1].space_bytes:
+            front.append(c)
+    return front
+
+
+def thin(front: list[Candidate], limit: int, max_slowdown: float) -> list[Candidate]:
+    """At most `limit` plans of the front, spread evenly over its space range, both ends kept.
+
+    Plans more than `max_slowdown` times slower than the fastest are dropped first: saving a
+    few bytes at many times the run time (a rotation over hundreds of cores) is never useful.
+    """
+    fastest = front[0].time_ns
+    front = [c for c in front if c.time_ns <= max_slowdown * fastest]
+    if len(front) <= limit:
+        return front
+    if limit == 1:
+        return [front[0]]
+    hi, lo = front[0].space_bytes, front[-1].space_bytes
+    picks: set[int] = set()
+    for i in range(limit):
+        target = hi - (hi - lo) * i / (limit - 1)
+        free = [j for j in range(len(front)) if j not in picks]
+        picks.add(min(free, key=lambda j: (abs(front[j].space_bytes - target), j)))
+    return [front[j] for j in sorted(picks)]
+
+
+def search(work: Work, cores: int, sram_bytes: int, cost: CostModel,
+           options: SearchOptions = DEFAULT_SEARCH) -> OpPlans:
+    """The op's execute plans, preload plans and compatible pairs (section 1 of DESIGN.md)."""
+    cands = [c for c in candidates(work, cores, cost) if c.space_bytes <= sram_bytes]
+    if work.hbm_bytes:
+        cands = [c for c in cands
+                 if ceil(work.hbm_bytes / c.cores_used) <= sram_bytes and c.replicas >= 1]
+    if not cands:
+        raise ValueError(f"no partition plan fits {sram_bytes:,} B of SRAM per core")
+    chosen = thin(pareto(cands), options.max_exec, options.max_slowdown)
+    exec_plans = tuple(ExecPlan(id=i, time_ns=c.time_ns, space_bytes=c.space_bytes,
+                                noc_bytes=c.noc_bytes) for i, c in enumerate(chosen))
+    if not work.hbm_bytes:
+        return OpPlans(exec_plans, (PreloadPlan(id=0, space_bytes=0, load_ns=0),),
+                       tuple(Warmup(preload=0, exec=p.id, time_ns=0) for p in exec_plans),
+                       tuple(chosen), ((cores, 1),))
+    layouts = _preload_layouts(chosen, options.max_preload)
+    preloads = tuple(PreloadPlan(id=i, space_bytes=ceil(work.hbm_bytes * r / used),
+                                 load_ns=ceil(cost.load_ns(work.hbm_bytes, r)))
+                     for i, (used, r) in enumerate(layouts))
+    warmup = []
+    for q, (used, r) in zip(preloads, layouts, strict=True):
+        for p, c in zip(exec_plans, chosen, strict=True):
+            if c.cores_used == used and c.replicas % r == 0:
+                missing = ceil(c.hbm_part * (1 - r / c.replicas))
+                time = cost.noc_ns(missing, c.replicas) + cost.sync_ns if missing else 0
+                warmup.append(Warmup(preload=q.id, exec=p.id, time_ns=ceil(time)))
+    return OpPlans(exec_plans, preloads, tuple(warmup), tuple(chosen), tuple(layouts))
+
+
+def _preload_layouts(chosen: list[Candidate], limit: int) -> list[tuple[int, int]]:
+    """(cores, copies) of the preload plans: one copy on each execute plan's cores (fits every
+    plan on those cores), then the execute plans' own copy counts (no warm-up for them), as
+    many as `limit` allows, fewest copies first."""
+    base = sorted({(c.cores_used, 1) for c in chosen}, key=lambda x: -x[0])
+    extra = sorted({(c.cores_used, c.replicas) for c in chosen} - set(base),
+                   key=lambda x: (x[1], -x[0]))
+    room = max(0, limit - len(base))
+    if len(extra) > room:
+        picks = sorted({round(i * (len(extra) - 1) / max(1, room - 1)) for i in range(room)})
+        extra = [extra[i] for i in picks] if room else []
+    return base + extra

@@ -1,0 +1,99 @@
+"""The ONNX importer on small hand-built graphs (onnx.helper), shapes only."""
+
+import onnx
+import pytest
+from onnx import TensorProto, helper
+
+from elk_opt.build import instance_from_graph
+from elk_opt.chips import load_chip
+from elk_opt.cli import main
+from elk_opt.errors import InputError
+from elk_opt.onnx_import import Bindings, import_graph
+
+BF = TensorProto.BFLOAT16
+
+
+def tiny_decoder(extra_node=None, batch="batch_size", past="past_sequence_length"):
+    """x -> RMSNorm -> MatMul(W) (+bias) -> scores against a KV cache -> Softmax -> output."""
+    nodes = [
+        helper.make_node("RMSNormalization", ["x", "norm.weight"], ["n"], name="layers.0.norm"),
+        helper.make_node("MatMul", ["n", "layers.0.q.weight"], ["q0"], name="layers.0.q/MatMul"),
+        helper.make_node("Add", ["q0", "layers.0.q.bias"], ["q1"], name="layers.0.q/Add"),
+        helper.make_node("Reshape", ["q1", "shape4"], ["q"], name="layers.0.q/Reshape"),
+        helper.make_node("Transpose", ["past_key_values.0.key"], ["kt"], perm=[0, 1, 3, 2],
+                         name="layers.0.kt"),
+        helper.make_node("MatMul", ["q", "kt"], ["s"], name="layers.0.scores"),
+        helper.make_node("Softmax", ["s"], ["y"], axis=-1, name="layers.0.softmax"),
+    ]
+    if extra_node is not None:
+        nodes.append(extra_node)
+    inputs = [
+        helper.make_tensor_value_info("x", BF, [batch, 1, 64]),
+        helper.make_tensor_value_info("norm.weight", BF, [64]),
+        helper.make_tensor_value_info("layers.0.q.weight", BF, [64, 64]),
+        helper.make_tensor_value_info("layers.0.q.bias", BF, [64]),
+        helper.make_tensor_value_info("past_key_values.0.key", BF, [batch, 4, past, 16]),
+    ]
+    shape = helper.make_tensor("shape4", TensorProto.INT64, [4], [-1, 4, 1, 16])
+    graph = helper.make_graph(nodes, "tiny", inputs,
+                              [helper.make_tensor_value_info("y", BF, None)], [shape])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 23)])
+
+
+def test_tiny_graph_imports_views_folded_bias_fused():
+    ops = import_graph(tiny_decoder(), "tiny.onnx", Bindings(batch=2, kv_len=10, seq=1))
+    assert [op.onnx_type for op in ops] == ["RMSNormalization", "MatMul", "MatMul", "Softmax"]
+    norm, q, scores, soft = ops
+    assert q.inputs == (0,) and scores.inputs == (1,) and soft.inputs == (2,)
+    assert q.work.hbm_bytes == (64 * 64 + 64) * 2 and q.hbm_data == "weights"
+    assert q.work.dims == (1, 2, 64, 64)
+    assert scores.hbm_data == "kv" and scores.work.hbm_bytes == 2 * 4 * 10 * 16 * 2
+    assert scores.work.dims == (8, 1, 16, 10) and scores.kind == "batched_matmul"
+    assert soft.work.dims == (8, 10) and soft.work.hbm_bytes == 0
+    assert all(op.layer == 0 for op in ops)
+
+
+def test_unknown_op_is_a_clear_error():
+    bad = helper.make_node("FancyAttention", ["y"], ["z"], name="layers.0.fancy",
+                           domain="com.example")
+    model = tiny_decoder(bad)
+    with pytest.raises(InputError, match="layers.0.fancy.*'FancyAttention'"):
+        import_graph(model, "tiny.onnx", Bindings(batch=2, kv_len=10, seq=1))
+
+
+def test_unbindable_symbolic_dim_is_a_clear_error():
+    model = tiny_decoder(past="mystery")
+    with pytest.raises(InputError, match="past_key_values.0.key.*'mystery'"):
+        import_graph(model, "tiny.onnx", Bindings(batch=2, kv_len=10, seq=1))
+
+
+def test_external_weights_are_never_read(tmp_path):
+    """An initializer stored as external data whose file does not exist still imports."""
+    model = tiny_decoder()
+    weight = TensorProto(name="layers.0.q.weight", data_type=BF, dims=[64, 64])
+    weight.data_location = TensorProto.EXTERNAL
+    for key, value in (("location", "missing.bin"), ("offset", "0"), ("length", "8192")):
+        entry = weight.external_data.add()
+        entry.key, entry.value = key, value
+    model.graph.initializer.append(weight)
+    del model.graph.input[2]  # the weight is now an initializer, not an input
+    path = tmp_path / "ext.onnx"
+    onnx.save(model, str(path))
+    assert main(["instance", str(path), "--batch", "2", "--kv-len", "10", "--chip", "ipu-mk2",
+                 "-o", str(tmp_path / "i.json")]) == 0
+
+
+def test_instance_from_graph_is_schedulable():
+    inst = instance_from_graph(tiny_decoder(), load_chip("ipu-mk2"), name="tiny",
+                               source="tiny.onnx", batch=4, kv_len=32, mode="decode")
+    assert [op.extra.get("hbm_data") for op in inst.ops] == ["weights", "weights", "kv", None]
+    assert all(op.pairs() for op in inst.ops)
+
+
+def test_cli_unknown_op_exit_2(tmp_path, capsys):
+    path = tmp_path / "bad.onnx"
+    onnx.save(tiny_decoder(helper.make_node("Frobnicate", ["y"], ["z"], name="n9")), str(path))
+    assert main(["instance", str(path), "-o", str(tmp_path / "i.json")]) == 2
+    err = capsys.readouterr().err
+    assert "n9" in err and "Frobnicate" in err and "Traceback" not in err
+    assert not (tmp_path / "i.json").exists()
