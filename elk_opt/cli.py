@@ -22,6 +22,8 @@ COMMAND_MODULES = (
     "demo",
     "compare",
     "gap",
+    "simulate",
+    "lower",
 )
 
 

@@ -1,0 +1,154 @@
+"""What a replay measured: makespan, bandwidth use, TFLOPS, the paper's breakdown, SRAM.
+
+Utilisations are averages over the makespan: HBM bytes moved over `makespan * hbm_bytes_per_s`;
+NoC bytes delivered into cores (HBM distribution, replication, warm-up and execute traffic) over
+`makespan * cores * link_bytes_per_s`, the same definition on both topologies. The breakdown
+splits the makespan into execution overlapped with a load, execution only, load only and
+stalls (neither). SRAM occupancy per core (every core holds the same bytes): a preload reserves
+its preload-layout space from the moment it starts until its execute starts, an execute holds its
+execute-layout space while it runs. Its peak never exceeds the static R5 figure when every chosen
+preload layout fits in its execute layout, as in every instance the project builds.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from elk_opt.lower import DeviceProgram, ExecuteCall, PreloadCall
+from elk_opt.simulator.engine import TOLERANCE, Replay
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    overlapped_ns: float  # execution while a load runs
+    exec_only_ns: float
+    preload_only_ns: float
+    stall_ns: float  # neither (waiting for a release)
+
+
+@dataclass(frozen=True)
+class OpTimes:
+    name: str
+    load_start_ns: float
+    load_end_ns: float
+    exec_issue_ns: float
+    exec_start_ns: float  # after the wait
+    distribute_end_ns: float  # warm-up done
+    exec_end_ns: float
+
+
+@dataclass(frozen=True)
+class SimResult:
+    makespan_ns: int
+    analytic_makespan_ns: int  # DESIGN.md section 5, no sharing
+    contention: bool
+    chip: str
+    topology: str
+    hbm_util: float
+    noc_util: float
+    tflops: float
+    breakdown: Breakdown
+    ops: tuple[OpTimes, ...]
+    sram_timeline: tuple[tuple[float, int], ...]  # (time ns, bytes per core from then on)
+    peak_sram_bytes: int
+    sram_bytes: int  # capacity per core
+    bandwidth: tuple[tuple[float, float, float, float], ...]  # (t0, t1, HBM B/s, NoC B/s)
+    events: int
+    wall_s: float
+
+    @property
+    def slowdown(self) -> float:
+        return self.makespan_ns / self.analytic_makespan_ns if self.analytic_makespan_ns else 1.0
+
+    def summary(self) -> dict[str, Any]:
+        """The scalar metrics, as `elk-opt simulate --json` prints them."""
+        b = self.breakdown
+        return {"makespan_ns": self.makespan_ns,
+                "analytic_makespan_ns": self.analytic_makespan_ns,
+                "slowdown": round(self.slowdown, 6), "contention": self.contention,
+                "chip": self.chip, "topology": self.topology,
+                "hbm_util": round(self.hbm_util, 6), "noc_util": round(self.noc_util, 6),
+                "tflops": round(self.tflops, 6),
+                "breakdown_ns": {"overlapped": round(b.overlapped_ns, 3),
+                                 "exec_only": round(b.exec_only_ns, 3),
+                                 "preload_only": round(b.preload_only_ns, 3),
+                                 "stall": round(b.stall_ns, 3)},
+                "peak_sram_bytes": self.peak_sram_bytes, "sram_bytes": self.sram_bytes,
+                "events": self.events, "wall_s": round(self.wall_s, 6),
+                "events_per_s": round(self.events / self.wall_s, 1) if self.wall_s else None}
+
+
+def whole_ns(t: float) -> int:
+    """Round a replay time up to whole nanoseconds (exact times stay as they are)."""
+    return math.ceil(t - TOLERANCE * max(1.0, t))
+
+
+def _overlap(a: list[tuple[float, float]], b: list[tuple[float, float]]) -> float:
+    """Total length of the intersection of two lists of sorted, disjoint intervals."""
+    total, i, j = 0.0, 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        total += max(0.0, hi - lo)
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return total
+
+
+def breakdown(rep: Replay) -> Breakdown:
+    execs = sorted(zip(rep.exec_start, rep.exec_end, strict=True))
+    loads = sorted((s, e) for s, e in zip(rep.load_start, rep.load_end, strict=True) if e > s)
+    busy_exec = sum(e - s for s, e in execs)
+    busy_load = sum(e - s for s, e in loads)
+    both = _overlap(execs, loads)
+    return Breakdown(overlapped_ns=float(both), exec_only_ns=float(busy_exec - both),
+                     preload_only_ns=float(busy_load - both),
+                     stall_ns=float(max(0.0, rep.end_ns - busy_exec - busy_load + both)))
+
+
+def sram_timeline(dp: DeviceProgram, rep: Replay) -> tuple[tuple[float, int], ...]:
+    """Per-core SRAM occupancy as a step function; releases sort before claims at equal times."""
+    changes: list[tuple[float, int]] = []
+    load_space = {c.op: c.space_bytes for c in dp.calls if isinstance(c, PreloadCall)}
+    for c in dp.calls:
+        if isinstance(c, ExecuteCall):
+            i = c.op
+            changes.append((rep.load_start[i], load_space[i]))
+            changes.append((rep.exec_start[i], c.space_bytes - load_space[i]))
+            changes.append((rep.exec_end[i], -c.space_bytes))
+    changes.sort(key=lambda tc: (tc[0], tc[1]))
+    timeline: list[tuple[float, int]] = [(0.0, 0)]
+    level = 0
+    for t, delta in changes:
+        level += delta
+        if timeline[-1][0] == t:
+            timeline[-1] = (t, level)
+        else:
+            timeline.append((t, level))
+    return tuple(timeline)
+
+
+def summarize(dp: DeviceProgram, rep: Replay, *, contention: bool, analytic_ns: int,
+              wall_s: float) -> SimResult:
+    chip = dp.chip
+    makespan = whole_ns(rep.end_ns)
+    seconds = makespan * 1e-9
+    hbm_bytes = sum(c.hbm_bytes for c in dp.calls if isinstance(c, PreloadCall) and c.load_ns)
+    noc_bytes = float(sum((t1 - t0) * 1e-9 * noc for t0, t1, _hbm, noc in rep.segments))
+    timeline = sram_timeline(dp, rep)
+    ops = tuple(OpTimes(name, *(getattr(rep, k)[i] for k in (
+        "load_start", "load_end", "exec_issue", "exec_start", "distribute_end", "exec_end")))
+        for i, name in enumerate(dp.op_names))
+    return SimResult(
+        makespan_ns=makespan, analytic_makespan_ns=analytic_ns, contention=contention,
+        chip=chip.name, topology=chip.noc.topology,
+        hbm_util=hbm_bytes / (seconds * chip.hbm_bytes_per_s) if seconds else 0.0,
+        noc_util=(noc_bytes / (seconds * chip.cores * chip.noc.link_bytes_per_s)
+                  if seconds else 0.0),
+        tflops=sum(dp.op_flops) / seconds / 1e12 if seconds else 0.0,
+        breakdown=breakdown(rep), ops=ops, sram_timeline=timeline,
+        peak_sram_bytes=max(level for _t, level in timeline), sram_bytes=chip.sram_bytes,
+        bandwidth=rep.segments, events=rep.events, wall_s=wall_s)

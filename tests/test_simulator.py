@@ -1,0 +1,274 @@
+"""The event simulator: exact without contention, only slower with it, mesh no faster than its
+all-to-all twin, SRAM within R5, max-min fair sharing, XY routing."""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import time
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elk_opt.errors import UsageError
+from elk_opt.evaluate import evaluate_plan
+from elk_opt.methods import METHODS, heuristics, solve
+from elk_opt.problem import Chip, Choice, Instance, Instr, Noc, Plan
+from elk_opt.simulator import all_to_all_twin, simulate
+from elk_opt.simulator.flows import max_min_speeds
+from elk_opt.simulator.network import build_network, hbm_port_routers, xy_link_loads
+from elk_opt.solution import SolveOptions, make_plan
+from elk_opt.synthetic import synthetic_instance
+from tests.strategies import random_instances, synthetic_instances
+
+SLACK = 1e-6  # ns, floating point in contended replays
+
+
+def random_plan(instance: Instance, rng: random.Random) -> Plan:
+    """Any valid program: random pairs, random topological execution order, random preload
+    order and issue points (preloads after executes, 0-ns preloads), random release times."""
+    n = len(instance.ops)
+    choice = []
+    for op in instance.ops:
+        w = rng.choice(op.warmup)
+        choice.append(Choice(exec=w.exec, preload=w.preload))
+    consumers: list[list[int]] = [[] for _ in range(n)]
+    missing = [len(set(op.inputs)) for op in instance.ops]
+    for i, op in enumerate(instance.ops):
+        for j in set(op.inputs):
+            consumers[j].append(i)
+    ready = [i for i in range(n) if missing[i] == 0]
+    exec_order = []
+    while ready:
+        i = ready.pop(rng.randrange(len(ready)))
+        exec_order.append(i)
+        for k in consumers[i]:
+            missing[k] -= 1
+            if missing[k] == 0:
+                ready.append(k)
+    program: list[Instr] = []
+    unloaded = list(exec_order)
+    loaded: set[int] = set()
+    pos = 0
+    lookahead = rng.randint(1, 5)
+    while pos < n:
+        nxt = exec_order[pos]
+        if unloaded and (nxt not in loaded or rng.random() < 0.5):
+            j = unloaded.pop(rng.randrange(min(lookahead, len(unloaded))))
+            loaded.add(j)
+            program.append(("P", j))
+        else:
+            program.append(("E", nxt))
+            pos += 1
+    horizon = max(1, sum(op.exec_plans[0].time_ns for op in instance.ops))
+    release = {x: rng.randint(0, horizon) for x in program if rng.random() < 0.08}
+    return make_plan(instance, choice, program, method="random", started=time.perf_counter(),
+                     release_ns=release)
+
+
+@st.composite
+def random_plans(draw, instances=synthetic_instances(max_ops=30)) -> Plan:  # noqa: B008
+    return random_plan(draw(instances), draw(st.randoms(use_true_random=False)))
+
+
+def mesh_of(chip: Chip, link_scale: int = 16, ports: int = 8) -> Chip:
+    """A mesh with the chip's cores (as square as the core count allows)."""
+    rows = max(r for r in range(1, int(chip.cores**0.5) + 1) if chip.cores % r == 0)
+    noc = Noc("mesh", chip.noc.link_bytes_per_s * link_scale, rows, chip.cores // rows, ports)
+    return dataclasses.replace(chip, name=f"{chip.name}-mesh", noc=noc)
+
+
+def assert_exact(plan: Plan, chip: Chip | None = None) -> None:
+    s = evaluate_plan(plan)
+    r = simulate(plan, contention=False, chip=chip)
+    assert r.makespan_ns == s.makespan_ns == r.analytic_makespan_ns
+    for i, o in enumerate(r.ops):
+        assert (o.load_start_ns, o.load_end_ns) == (s.load_start[i], s.load_end[i])
+        assert (o.exec_start_ns, o.exec_end_ns) == (s.exec_start[i], s.exec_end[i])
+
+
+# ---------------------------------------------------------------- exact without contention
+
+@settings(max_examples=1500)
+@given(random_plans(random_instances(max_ops=8, max_plans=3)))
+def test_no_contention_is_exact_on_random_dags(plan):
+    assert_exact(plan)
+
+
+@settings(max_examples=500)
+@given(random_plans(), st.booleans())
+def test_no_contention_is_exact_on_synthetic_plans(plan, on_mesh):
+    assert_exact(plan, mesh_of(plan.instance.chip) if on_mesh else None)
+
+
+@pytest.mark.parametrize("method", sorted(m for m, info in METHODS.items()
+                                          if info.family != "bound"))
+def test_no_contention_is_exact_for_every_method(method):
+    for seed in range(2):
+        instance = synthetic_instance(ops=12 if seed else 7, plans=3, seed=seed, tightness=0.5)
+        plan = solve(instance, method, SolveOptions(time_limit_s=5))
+        r = simulate(plan, contention=False)
+        assert plan.claims is not None and r.makespan_ns == plan.claims.makespan_ns
+
+
+# ---------------------------------------------------------------- contention
+
+@settings(max_examples=150)
+@given(random_plans(), st.sampled_from([None, 1, 16]))
+def test_contention_only_slows(plan, mesh_scale):
+    chip = None if mesh_scale is None else mesh_of(plan.instance.chip, mesh_scale)
+    s = evaluate_plan(plan)
+    r = simulate(plan, contention=True, chip=chip)
+    assert r.makespan_ns >= s.makespan_ns
+    for i, o in enumerate(r.ops):
+        assert o.load_start_ns >= s.load_start[i] - SLACK
+        assert o.load_end_ns >= s.load_end[i] - SLACK
+        assert o.exec_start_ns >= s.exec_start[i] - SLACK
+        assert o.exec_end_ns >= s.exec_end[i] - SLACK
+
+
+@settings(max_examples=40)
+@given(synthetic_instances(max_ops=24), st.sampled_from([1, 4, 64]), st.sampled_from([1, 4, 16]))
+def test_mesh_never_beats_its_all_to_all_twin(instance, link_scale, ports):
+    mesh = mesh_of(instance.chip, link_scale, ports)
+    twin = all_to_all_twin(mesh)
+    for method in heuristics():
+        plan = solve(instance, method)
+        on_mesh = simulate(plan, chip=mesh)
+        on_twin = simulate(plan, chip=twin)
+        assert on_mesh.makespan_ns >= on_twin.makespan_ns, method
+
+
+def test_mesh_slows_loads_through_edge_ports():
+    """With few HBM ports and thin links the edge saturates: the mesh is clearly slower."""
+    instance = synthetic_instance(ops=36, plans=3, seed=4, tightness=0.3)
+    plan = solve(instance, "basic")
+    mesh = mesh_of(instance.chip, link_scale=1, ports=2)
+    assert simulate(plan, chip=mesh).makespan_ns > 1.5 * simulate(
+        plan, chip=all_to_all_twin(mesh)).makespan_ns
+
+
+def test_uncontended_capacity_means_no_slowdown():
+    instance = synthetic_instance(ops=24, plans=3, seed=1)
+    roomy = dataclasses.replace(instance.chip, hbm_bytes_per_s=10**18, noc=Noc(
+        "all_to_all", 10**18), extra={"sram_port_bytes_per_s": 10**18})
+    plan = solve(instance, "basic")
+    assert simulate(plan, chip=roomy).makespan_ns == plan.claims.makespan_ns
+
+
+def test_chip_swap_needs_same_cores_and_sram():
+    instance = synthetic_instance(ops=6, plans=2, seed=0)
+    plan = solve(instance, "basic")
+    with pytest.raises(UsageError, match="cores"):
+        simulate(plan, chip=dataclasses.replace(instance.chip, sram_bytes=1))
+    bad_mesh = dataclasses.replace(instance.chip, noc=Noc("mesh", 1, 3, 3, 1))
+    with pytest.raises(UsageError, match="does not have"):
+        simulate(plan, chip=bad_mesh)
+
+
+# ---------------------------------------------------------------- metrics
+
+@settings(max_examples=150)
+@given(random_plans(), st.booleans(), st.booleans())
+def test_peak_sram_within_static_r5(plan, contention, on_mesh):
+    chip = mesh_of(plan.instance.chip) if on_mesh else None
+    r = simulate(plan, contention=contention, chip=chip)
+    assert r.peak_sram_bytes <= evaluate_plan(plan).peak_sram_bytes
+    assert min(level for _t, level in r.sram_timeline) >= 0
+
+
+@settings(max_examples=60)
+@given(random_plans(), st.booleans())
+def test_breakdown_and_utilisation_add_up(plan, contention):
+    r = simulate(plan, contention=contention)
+    b = r.breakdown
+    total = b.overlapped_ns + b.exec_only_ns + b.preload_only_ns + b.stall_ns
+    assert total == pytest.approx(r.makespan_ns, abs=1.0)
+    assert min(b.overlapped_ns, b.exec_only_ns, b.preload_only_ns, b.stall_ns) >= -SLACK
+    busy = sum(o.exec_end_ns - o.exec_start_ns for o in r.ops)
+    assert b.overlapped_ns + b.exec_only_ns == pytest.approx(busy, abs=1e-3)
+    if contention:  # capacities hold, so averages are at most 1
+        assert r.hbm_util <= 1 + 1e-9
+        assert r.noc_util <= 1 + 1e-9
+    hbm = sum(op.hbm_bytes for op, c in zip(plan.instance.ops, plan.choice, strict=True)
+              if op.preload_by_id[c.preload].load_ns)
+    moved = sum((t1 - t0) * 1e-9 * rate for t0, t1, rate, _noc in r.bandwidth)
+    assert moved == pytest.approx(hbm, rel=1e-6, abs=1.0)
+
+
+def test_tflops():
+    instance = synthetic_instance(ops=24, plans=3, seed=3)
+    r = simulate(solve(instance, "basic"), contention=False)
+    flops = sum(op.flops for op in instance.ops)
+    assert r.tflops == pytest.approx(flops / (r.makespan_ns * 1e-9) / 1e12)
+
+
+# ---------------------------------------------------------------- max-min sharing
+
+@settings(max_examples=200)
+@given(st.integers(1, 4), st.integers(1, 5), st.randoms(use_true_random=False))
+def test_max_min_speeds_are_feasible_and_fair(flows, resources, rng):
+    demand = np.array([[rng.choice([0.0, rng.uniform(0.1, 10)]) for _ in range(resources)]
+                       for _ in range(flows)])
+    capacity = np.array([rng.uniform(0.5, 20) for _ in range(resources)])
+    speed = max_min_speeds(demand, capacity)
+    assert ((speed > 0) & (speed <= 1)).all()
+    use = speed @ demand
+    assert (use <= capacity * (1 + 1e-9)).all()
+    for f in range(flows):
+        if speed[f] < 1:  # bottlenecked: a saturated resource where nobody runs faster
+            assert any(use[r] >= capacity[r] * (1 - 1e-9) and demand[f, r] > 0
+                       and speed[f] >= speed[demand[:, r] > 0].max() - 1e-12
+                       for r in range(resources))
+
+
+def test_max_min_two_flows_on_one_link():
+    speed = max_min_speeds(np.array([[10.0, 0.0], [30.0, 1.0]]), np.array([20.0, 0.5]))
+    # flow 1 is held to 0.5 by its own link; flow 0 takes what is left of the shared one
+    assert speed == pytest.approx([0.5, 0.5])
+    speed = max_min_speeds(np.array([[10.0, 0.0], [30.0, 1.0]]), np.array([20.0, 0.1]))
+    assert speed == pytest.approx([1.0, 0.1])
+
+
+# ---------------------------------------------------------------- routing
+
+def test_xy_link_loads_match_walked_routes():
+    rows, cols = 3, 4
+    rng = np.random.default_rng(0)
+    src = rng.integers(0, rows * cols, 40)
+    dst = rng.integers(0, rows * cols, 40)
+    weight = rng.uniform(1, 2, 40)
+    expected = np.zeros(2 * rows * (cols - 1) + 2 * (rows - 1) * cols)
+    for s, d, w in zip(src, dst, weight, strict=True):
+        (r, c), (dr, dc) = divmod(int(s), cols), divmod(int(d), cols)
+        while c != dc:  # along the row first
+            if dc > c:
+                expected[r * (cols - 1) + c] += w
+                c += 1
+            else:
+                expected[rows * (cols - 1) + r * (cols - 1) + c - 1] += w
+                c -= 1
+        base = 2 * rows * (cols - 1)
+        while r != dr:
+            if dr > r:
+                expected[base + c * (rows - 1) + r] += w
+                r += 1
+            else:
+                expected[base + (rows - 1) * cols + c * (rows - 1) + r - 1] += w
+                r -= 1
+    assert xy_link_loads(rows, cols, src, dst, weight) == pytest.approx(expected)
+
+
+def test_mesh_network_patterns():
+    chip = mesh_of(synthetic_instance(ops=2).chip)
+    net = build_network(chip)
+    rows, cols = chip.noc.mesh_rows, chip.noc.mesh_cols
+    links = net.ring_pattern[5:]
+    # boustrophedon ring: every hop between neighbours except the wrap back up one column
+    assert links.sum() == pytest.approx(chip.cores - 1 + rows - 1)
+    assert links.max() == pytest.approx(1.0)
+    routers = hbm_port_routers(rows, cols, 8)
+    assert len(set(routers)) == 8
+    assert all(r // cols in (0, rows - 1) or r % cols in (0, cols - 1) for r in routers)
