@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "models",
     "chips",
     "solve",
+    "bound",
     "verify",
     "demo",
     "compare",

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from elk_opt.cli import main
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate, evaluate_plan
-from elk_opt.io import plan_to_dict
+from elk_opt.io import plan_to_dict, save_instance
 from elk_opt.methods import heuristics
 from elk_opt.methods import solve as run_method
 from elk_opt.solution import SolveOptions
@@ -166,3 +169,20 @@ def test_window_and_lp_bounds_hold_on_synthetic_instances(instance, width):
     assert best.claims.status == "optimal"
     assert window_bound(instance, width=width).bound_ns <= best.claims.makespan_ns
     assert ilp.lp_bound(instance) <= best.claims.makespan_ns
+
+
+def test_bound_and_solve_commands(tmp_path, capsys):
+    inst, plan, out = tmp_path / "i.json", tmp_path / "p.json", tmp_path / "b.json"
+    save_instance(inst, synthetic_instance(ops=12, plans=3, seed=7, tightness=0.8))
+    assert main(["solve", str(inst), "--method", "cpsat", "--threads", "2", "--param",
+                 "window=3", "-o", str(plan)]) == 0
+    claims = json.loads(plan.read_text())["claims"]
+    assert claims["params"]["window"] == 3 and claims["status"] == "optimal"
+    assert main(["bound", str(inst), "--window", "4", "--threads", "1", "-o", str(out)]) == 0
+    bounds = json.loads(out.read_text())
+    assert {b["bound"] for b in bounds["bounds"]} == {"ideal", "lp", "window4"}
+    assert bounds["best"]["ns"] <= claims["makespan_ns"]
+    assert "best" in capsys.readouterr().out
+    assert main(["solve", str(inst), "--method", "ilp", "--param", "nonsense=1",
+                 "-o", str(plan)]) == 2
+    assert "unknown exact-method parameter" in capsys.readouterr().err

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
+from typing import Any
 
 from elk_opt.errors import UsageError
 from elk_opt.io import load_instance, save_plan
@@ -26,7 +28,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warm-start", default=None, metavar="METHOD",
                    help="hint an exact solver with this method's plan")
     p.add_argument("--verbose", action="store_true", help="show solver logs")
+    p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
+                   help="method-specific option, VALUE read as JSON when it parses "
+                        "(e.g. window=4, fifo=true, max_pending=2, solver=cbc); repeatable")
     p.set_defaults(func=run)
+
+
+def parse_params(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--param must be KEY=VALUE, got {item!r}")
+        try:
+            out[key] = json.loads(text)
+        except json.JSONDecodeError:
+            out[key] = text
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -35,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--time-limit must be positive, got {args.time_limit}")
     options = SolveOptions(time_limit_s=args.time_limit, gap=args.gap, threads=args.threads,
                            seed=args.seed, warm_start=args.warm_start,
-                           verbose=args.verbose)
+                           verbose=args.verbose, params=parse_params(args.param))
     print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
           file=sys.stderr)
     plan = solve(instance, args.method, options)

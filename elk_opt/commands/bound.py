@@ -1,0 +1,72 @@
+"""`elk-opt bound instance.json`: lower bounds on the makespan of every plan, at any scale.
+
+- ideal: the paper's Ideal roofline (elk_opt.bounds), instant;
+- lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops;
+- window: consecutive windows of ops, each relaxation bounded by CP-SAT
+  (formulations.window_bound); sees SRAM, which the other two ignore.
+The best of them is a bound any plan's makespan can be measured against.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from elk_opt.bounds import ideal_bound
+from elk_opt.errors import UsageError
+from elk_opt.io import load_instance, save_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bound", help="lower bounds on the makespan (Ideal, LP, windows)",
+                       description=__doc__)
+    p.add_argument("instance", metavar="instance.json")
+    p.add_argument("--window", type=int, default=12, metavar="N",
+                   help="ops per window of the window bound (0: skip it; default 12)")
+    p.add_argument("--window-time", type=float, default=2.0, metavar="S",
+                   help="CP-SAT time per window (default 2 s)")
+    p.add_argument("--lp-max-ops", type=int, default=400, metavar="N",
+                   help="skip the LP relaxation above this many ops (default 400)")
+    p.add_argument("--lp-time", type=float, default=120.0, metavar="S",
+                   help="time limit of the LP relaxation (default 120 s)")
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("-o", "--output", metavar="bounds.json", help="also write the bounds as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.window < 0 or args.window_time <= 0 or args.lp_time <= 0 or args.threads < 1:
+        raise UsageError("--window must be >= 0 and --window-time, --lp-time, --threads "
+                         "positive")
+    instance = load_instance(args.instance)
+    n = len(instance.ops)
+    rows: list[dict[str, Any]] = []
+    started = time.perf_counter()
+    rows.append({"bound": "ideal", "ns": ideal_bound(instance),
+                 "wall_s": time.perf_counter() - started, "note": "roofline, ignores SRAM"})
+    if n <= args.lp_max_ops:
+        from formulations.ilp import lp_bound
+        print(f"LP relaxation of {n} ops...", file=sys.stderr)
+        started = time.perf_counter()
+        value = lp_bound(instance, args.lp_time)
+        rows.append({"bound": "lp", "ns": value, "wall_s": time.perf_counter() - started,
+                     "note": "LP relaxation of the ILP" if value is not None
+                     else f"not finished in {args.lp_time:g} s"})
+    if args.window:
+        from formulations.window_bound import window_bound
+        print(f"window bound, {args.window} ops per window...", file=sys.stderr)
+        wb = window_bound(instance, args.window, args.window_time, args.threads, progress=True)
+        rows.append({"bound": f"window{args.window}", "ns": wb.bound_ns, "wall_s": wb.wall_s,
+                     "note": f"{wb.windows} windows, {wb.proven} solved to optimality"})
+    best = max(rows, key=lambda r: r["ns"] if r["ns"] is not None else -1)
+    print(f"{instance.name}: {n} ops")
+    for r in rows:
+        shown = f"{r['ns']:>15,} ns" if r["ns"] is not None else f"{'-':>18}"
+        print(f"  {r['bound']:<10}{shown}  {r['wall_s']:7.2f} s  {r['note']}")
+    print(f"  {'best':<10}{best['ns']:>15,} ns  ({best['bound']})")
+    if args.output:
+        save_json(args.output, {"instance": instance.name, "ops": n, "bounds": rows,
+                                "best": {"bound": best["bound"], "ns": best["ns"]}})
+    return 0
