@@ -17,6 +17,8 @@ COMMAND_MODULES = (
     "instance",
     "models",
     "chips",
+    "plans",
+    "collect",
     "solve",
     "bound",
     "verify",

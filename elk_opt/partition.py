@@ -153,25 +153,22 @@ def _matmul_plan(work: Work, cost: CostModel, cores: int, used: int,
     a_space = a_tile if ra == 1 else 2 * ceil(a_tile / ra)
     b_space = b_tile if rb == 1 else 2 * ceil(b_tile / rb)
     space = a_space + b_space + o_tile + bias_part
-    # activations arrive from their producers' layouts; HBM operands are already in place
-    gather = (0 if work.hbm == "A" else a_tile) + (0 if work.hbm == "B" else b_tile)
+    # activations arrive from their producers' layouts (the first piece of a rotated one);
+    # HBM operands are already in place; rotation then shifts one piece per step
     first = (0 if work.hbm == "A" else ceil(a_tile / ra)) + \
         (0 if work.hbm == "B" else ceil(b_tile / rb))
     steps = max(ra, rb)
     shift_piece = ceil(a_tile / ra) if ra > 1 else ceil(b_tile / rb) if rb > 1 else 0
-    rotated_hbm = (work.hbm == "A" and ra > 1) or (work.hbm == "B" and rb > 1)
-    noc_bytes = gather + (shift_piece * (steps - 1) if rotated_hbm else 0)
     reduce_bytes = ceil(o_tile * (fk - 1) / fk)
-    noc_bytes += reduce_bytes
+    noc_bytes = first + shift_piece * (steps - 1) + reduce_bytes
     compute = cost.matmul_ns(g, m, k, n, work.dtype_bytes)
     first_ns = cost.noc_ns(first, fn)
     shift_ns = cost.noc_ns(shift_piece, fn if ra > 1 else fm)
     reduce_ns = cost.noc_ns(reduce_bytes, fk)
-    if fk > 1:
-        reduce_ns += cost.vector_ns(o_tile / ACC_BYTES, 2 * o_tile, 1.0)
+    add_ns = cost.vector_ns(o_tile / ACC_BYTES, 2 * o_tile, 1.0) if fk > 1 else 0.0
     step_ns = compute / steps
     time = (first_ns + step_ns + (steps - 1) * (max(step_ns, shift_ns) + cost.sync_ns)
-            + reduce_ns + cost.sync_ns * (2 if fk > 1 else 1))
+            + reduce_ns + add_ns + cost.sync_ns * (2 if fk > 1 else 1))
     noc_ns = first_ns + (steps - 1) * shift_ns + reduce_ns
     if work.hbm == "A":
         hbm_part, replicas = (a_tile if ra == 1 else ceil(a_tile / ra)), fn // ra

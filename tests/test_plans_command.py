@@ -1,0 +1,22 @@
+"""`elk-opt plans`: one op's plans as text and as a time-versus-space plot."""
+
+from elk_opt.cli import main
+
+
+def test_plans_text_and_plot(tmp_path, capsys):
+    inst, png = tmp_path / "i.json", tmp_path / "front.png"
+    assert main(["instance", "llama2-13b", "--layers", "1", "-o", str(inst)]) == 0
+    assert main(["plans", str(inst), "--op", "layers.0.mlp.up_proj/MatMul",
+                 "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "split" in out and "warm-up" in out
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert main(["plans", str(inst), "--op", "layers.0.mlp.up_proj"]) == 2
+    assert "did you mean layers.0.mlp.up_proj/MatMul" in capsys.readouterr().err
+
+
+def test_plans_on_synthetic_instance(tmp_path):
+    inst, png = tmp_path / "s.json", tmp_path / "s.png"
+    assert main(["instance", "synthetic", "--ops", "12", "-o", str(inst)]) == 0
+    assert main(["plans", str(inst), "--op", "3", "--plot", str(png)]) == 0
+    assert png.exists()
