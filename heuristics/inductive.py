@@ -154,27 +154,44 @@ def schedule(instance: Instance, order: Sequence[int],
         else:
             base = ref.exec_end[i - 1] if i else 0
             own_load = ref.load_end[i] - base
-        best: tuple[int, int, int, list[int]] | None = None  # (score, t, exec rung, rungs)
+        issued_ref = ref.issued[i] if ref is not None else -1
+        ref_start = ref.load_start if ref is not None else ()
+
+        best: tuple[int, int, int, list[int] | None] | None = None  # score, t, rung, rungs
         npend = 0
+        # fast path: pending ops at their current rungs, queue scored incrementally
+        fast_total, fast_clock, fast_max = execute.space[0], own_load, NEG
         for cand in range(lo, t_next + 1):
             while npend < len(window) and window[npend][0] < cand:
+                j = window[npend][1]
+                lad = q_lad[j]
+                assert lad is not None
+                load = lad.load[q_idx[j]]
+                end = max(ref_start[j] - base if pos[j] < issued_ref else 0, fast_clock) + load
+                if load > 0:
+                    fast_clock = end
+                fast_max = max(fast_max, end + g[j])
+                fast_total += lad.space[q_idx[j]]
                 npend += 1
+            if fast_total <= sram:
+                score = max(max(0, own_load) + axs[cand - lo] + execute.run[0], fast_max,
+                            fast_clock + ahs[cand - lo])
+                if best is None or score <= best[0]:
+                    best = (score, cand, 0, None)
+                continue
             pend = [op for _p, op in window[:npend]]
             alloc = _allocate(sram, execute, pend, q_lad, q_idx)
             if alloc is None:
                 break
             e, rungs = alloc
             clock = own_load  # the HBM queue, relative to the end of E<i-1>
-            score = max(0, own_load) + axs[cand - lo] + execute.cost[e]
+            score = max(0, own_load) + axs[cand - lo] + execute.run[e]
             penalty = 0
             for j, r in zip(pend, rungs, strict=True):
                 lad = q_lad[j]
                 assert lad is not None
                 load = lad.load[r]
-                if ref is not None and pos[j] < ref.issued[i]:
-                    end = max(ref.load_start[j] - base, clock) + load
-                else:
-                    end = max(0, clock) + load
+                end = max(ref_start[j] - base if pos[j] < issued_ref else 0, clock) + load
                 if load > 0:
                     clock = end
                 score = max(score, end + g[j])
@@ -187,12 +204,12 @@ def schedule(instance: Instance, order: Sequence[int],
                 return None  # the order forces pending preloads that cannot fit
             best = (0, lo, len(execute.space) - 1, [])  # op too big for SRAM: least bad
         _score, t[i], exec_rung[i], rungs = best
-        pend = [op for p, op in window if p < t[i]]
-        for j, r in zip(pend, rungs, strict=True):
-            q_idx[j] = r
+        if rungs is not None:
+            for (_p, j), r in zip(window, rungs, strict=False):
+                q_idx[j] = r
         q_lad[i] = classes[of_op[i]].preload[execute.ids[exec_rung[i]]]
         q_idx[i] = 0
-        ax = axs[t[i] - lo] + execute.cost[exec_rung[i]]
+        ax = axs[t[i] - lo] + execute.run[exec_rung[i]]
         ah = ahs[t[i] - lo]
         g[i] = ax
         for s in range(t[i], t_next):

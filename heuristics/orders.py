@@ -3,7 +3,8 @@
 A model repeats one layer; ops of identical layers (same plans, same place in the layer) are
 interchangeable, so one permutation of the layer template is applied to every layer that
 matches it. The template is cut into groups, each a run of ops ending at an HBM-heavy op (one
-that must load data), so a group's light ops travel with the load they precede. A candidate
+whose least load is at least a tenth of the layer's largest: weights and KV cache, not norm
+scales), so a group's light ops travel with the load they precede. A candidate
 moves every group at most `max_shift` places from its own position. While an order is built,
 a prefix is dropped if it forces some execute to hold preloads that cannot fit SRAM even at
 their smallest plans (those ops are issued before an op that executes earlier than them).
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 from elk_opt.problem import Instance
 from heuristics.ladders import OpLadders
+
+HEAVY = 0.1  # an op is HBM-heavy if its least load is at least this share of the layer's largest
 
 
 @dataclass(frozen=True)
@@ -39,8 +42,9 @@ def find_template(instance: Instance, of_op: list[int]) -> Template | None:
     shape, _count = max(shapes.items(), key=lambda kv: (kv[1], len(kv[0])))
     starts = tuple(sorted(idx[0] for idx in layers.values()
                           if tuple(of_op[i] for i in idx) == shape))
-    heavy = [max(q.load_ns for q in instance.ops[starts[0] + k].preload_plans) > 0
+    loads = [min(q.load_ns for q in instance.ops[starts[0] + k].preload_plans)
              for k in range(len(shape))]
+    heavy = [load > 0 and load >= HEAVY * max(loads) for load in loads]
     groups: list[tuple[int, ...]] = []
     run: list[int] = []
     for k, is_heavy in enumerate(heavy):
