@@ -15,6 +15,7 @@ from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Choice, Instance
 from elk_opt.solution import SolveOptions, make_plan
 from elk_opt.synthetic import synthetic_instance
+from elk_opt.zoo import model_instance, model_names
 from heuristics.inductive import schedule
 from heuristics.ladders import op_classes
 from heuristics.orders import find_template, full_order, layer_orders
@@ -157,3 +158,19 @@ def test_elk_full_rejects_unknown_knobs():
     instance = synthetic_instance(ops=12, plans=2, seed=0)
     with pytest.raises(UsageError, match="unknown parameter"):
         solve(instance, "elk-full", SolveOptions(params={"bogus": 1}))
+
+
+@pytest.mark.parametrize("model", model_names())
+def test_zoo_plans_verify(model):
+    """Every method's plan verifies on a two-layer slice of every zoo model."""
+    instance = model_instance(model, layers=2)
+    bound = ideal_bound(instance)
+    makespans = {}
+    for method in (*OURS, "basic"):
+        options = SolveOptions(params={"max_shift": 1} if method in ("elk-full", "ideal") else {})
+        plan = solve(instance, method, options)
+        report = check(plan_to_dict(plan))
+        assert report.valid, (model, method, report.violations[:3])
+        assert bound <= plan.claims.makespan_ns
+        makespans[method] = plan.claims.makespan_ns
+    assert makespans["elk-full"] <= makespans["elk-dyn"]
