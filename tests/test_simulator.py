@@ -18,9 +18,10 @@ from elk_opt.methods import METHODS, heuristics, solve
 from elk_opt.problem import Chip, Choice, Instance, Instr, Noc, Plan
 from elk_opt.simulator import all_to_all_twin, simulate
 from elk_opt.simulator.flows import max_min_speeds
-from elk_opt.simulator.network import build_network, hbm_port_routers, xy_link_loads
+from elk_opt.simulator.network import build_network, dor_link_loads, hbm_port_routers
 from elk_opt.solution import SolveOptions, make_plan
 from elk_opt.synthetic import synthetic_instance
+from elk_opt.zoo import model_instance, model_names
 from tests.strategies import random_instances, synthetic_instances
 
 SLACK = 1e-6  # ns, floating point in contended replays
@@ -234,23 +235,26 @@ def test_max_min_two_flows_on_one_link():
 
 # ---------------------------------------------------------------- routing
 
-def test_xy_link_loads_match_walked_routes():
+def test_dimension_order_link_loads_match_walked_routes():
     rows, cols = 3, 4
     rng = np.random.default_rng(0)
-    src = rng.integers(0, rows * cols, 40)
-    dst = rng.integers(0, rows * cols, 40)
-    weight = rng.uniform(1, 2, 40)
+    src = rng.integers(0, rows * cols, 60)
+    dst = rng.integers(0, rows * cols, 60)
+    weight = rng.uniform(1, 2, 60)
+    yx = rng.random(60) < 0.5
     expected = np.zeros(2 * rows * (cols - 1) + 2 * (rows - 1) * cols)
-    for s, d, w in zip(src, dst, weight, strict=True):
-        (r, c), (dr, dc) = divmod(int(s), cols), divmod(int(d), cols)
-        while c != dc:  # along the row first
+    base = 2 * rows * (cols - 1)
+
+    def walk_row(r, c, dc, w):
+        while c != dc:
             if dc > c:
                 expected[r * (cols - 1) + c] += w
                 c += 1
             else:
                 expected[rows * (cols - 1) + r * (cols - 1) + c - 1] += w
                 c -= 1
-        base = 2 * rows * (cols - 1)
+
+    def walk_col(c, r, dr, w):
         while r != dr:
             if dr > r:
                 expected[base + c * (rows - 1) + r] += w
@@ -258,7 +262,16 @@ def test_xy_link_loads_match_walked_routes():
             else:
                 expected[base + (rows - 1) * cols + c * (rows - 1) + r - 1] += w
                 r -= 1
-    assert xy_link_loads(rows, cols, src, dst, weight) == pytest.approx(expected)
+
+    for s, d, w, first_col in zip(src, dst, weight, yx, strict=True):
+        (r, c), (dr, dc) = divmod(int(s), cols), divmod(int(d), cols)
+        if first_col:
+            walk_col(c, r, dr, w)
+            walk_row(dr, c, dc, w)
+        else:
+            walk_row(r, c, dc, w)
+            walk_col(dc, r, dr, w)
+    assert dor_link_loads(rows, cols, src, dst, weight, yx) == pytest.approx(expected)
 
 
 def test_mesh_network_patterns():
@@ -269,6 +282,28 @@ def test_mesh_network_patterns():
     # boustrophedon ring: every hop between neighbours except the wrap back up one column
     assert links.sum() == pytest.approx(chip.cores - 1 + rows - 1)
     assert links.max() == pytest.approx(1.0)
-    routers = hbm_port_routers(rows, cols, 8)
-    assert len(set(routers)) == 8
-    assert all(r // cols in (0, rows - 1) or r % cols in (0, cols - 1) for r in routers)
+    ports = hbm_port_routers(rows, cols, 8)
+    assert len({r for r, _ in ports}) == 8
+    for r, vertical in ports:
+        assert (r // cols in (0, rows - 1)) if vertical else (r % cols in (0, cols - 1))
+    # every core receives one byte per byte per core, over as many hops as its ports are away
+    assert net.hbm_pattern[1] == 1 and net.hbm_pattern[5:].max() <= chip.cores / 8
+
+
+# ---------------------------------------------------------------- real models
+
+@pytest.mark.parametrize("model", model_names())
+def test_zoo_models_on_both_presets(model):
+    """Two-layer zoo models: exact without contention, slower with it, SRAM within R5, and
+    the mesh preset no faster than its all-to-all twin."""
+    for chip in ("ipu-pod4-hbm3e", "ipu-pod4-mesh"):
+        instance = model_instance(model, chip, layers=2)
+        for method in ("basic", "static", "elk-dyn", "lhs"):
+            plan = solve(instance, method)
+            assert_exact(plan)
+            r = simulate(plan)
+            assert r.makespan_ns >= r.analytic_makespan_ns
+            assert r.peak_sram_bytes <= evaluate_plan(plan).peak_sram_bytes
+            if chip == "ipu-pod4-mesh":
+                twin = simulate(plan, chip=all_to_all_twin(instance.chip))
+                assert r.makespan_ns >= twin.makespan_ns

@@ -19,9 +19,11 @@ Resources (capacities in bytes/s), with their use per byte per core of each patt
   16 bytes per clock cycle (one 128-bit access per cycle, IPU-class tiles); local computation,
   incoming preload writes and remote reads all go through it.
 - mesh only: every directed link between neighbouring routers (`link_bytes_per_s`), loaded by
-  XY dimension-order routes (along the row first, then along the column). The `hbm_ports` HBM
-  ports sit on edge routers, spread evenly around the mesh perimeter (clockwise from the top
-  left corner).
+  dimension-order routes: XY (along the row first, then along the column) between cores. The
+  `hbm_ports` HBM ports sit on edge routers, spread evenly around the mesh perimeter (clockwise
+  from the top left corner); a port's routes first go into the mesh, away from its edge (YX
+  from the top and bottom edges, XY from the left and right ones), then turn once. (Plain XY
+  from a top-edge port would send every port's traffic along the edge row first.)
 
 A mesh chip therefore has every resource of the all-to-all chip with the same numbers, plus its
 links; `all_to_all_twin` builds that all-to-all chip ("the same aggregate bandwidth").
@@ -60,46 +62,51 @@ def all_to_all_twin(chip: Chip) -> Chip:
     return dataclasses.replace(chip, name=f"{chip.name}-all-to-all", noc=noc)
 
 
-def hbm_port_routers(rows: int, cols: int, ports: int) -> list[int]:
-    """Edge routers (row-major core ids) of the HBM ports, evenly spaced around the perimeter."""
-    ring = [(0, c) for c in range(cols)]
-    ring += [(r, cols - 1) for r in range(1, rows)]
-    ring += [(rows - 1, c) for c in range(cols - 2, -1, -1)]
-    ring += [(r, 0) for r in range(rows - 2, 0, -1)]
-    seen: list[tuple[int, int]] = []
-    for rc in ring:  # a single row or column visits routers twice
-        if rc not in seen:
-            seen.append(rc)
-    picks = [seen[(2 * k + 1) * len(seen) // (2 * ports)] for k in range(ports)]
-    return [r * cols + c for r, c in picks]
+def hbm_port_routers(rows: int, cols: int, ports: int) -> list[tuple[int, bool]]:
+    """Each HBM port's edge router (row-major core id), evenly spaced around the perimeter,
+    and whether it sits on the top or bottom edge (its routes then go along the column first)."""
+    ring = [((0, c), True) for c in range(cols)]
+    ring += [((r, cols - 1), False) for r in range(1, rows)]
+    ring += [((rows - 1, c), True) for c in range(cols - 2, -1, -1)]
+    ring += [((r, 0), False) for r in range(rows - 2, 0, -1)]
+    seen: dict[tuple[int, int], bool] = {}
+    for rc, vertical in ring:  # a single row or column visits routers twice
+        seen.setdefault(rc, vertical)
+    routers = list(seen.items())
+    picks = [routers[(2 * k + 1) * len(routers) // (2 * ports)] for k in range(ports)]
+    return [(r * cols + c, vertical) for (r, c), vertical in picks]
 
 
-def xy_link_loads(rows: int, cols: int, src: np.ndarray, dst: np.ndarray,
-                  weight: np.ndarray) -> np.ndarray:
+def dor_link_loads(rows: int, cols: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
+                   column_first: np.ndarray | None = None) -> np.ndarray:
     """Bytes on every directed mesh link when `weight[k]` bytes go from core src[k] to dst[k].
 
-    Links are ordered east (rows x cols-1), west, south (rows-1 x cols), north; routes are XY:
-    along the source's row to the destination column, then along that column.
+    Links are ordered east (rows x cols-1), west, south (rows-1 x cols), north. Routes are
+    dimension-ordered: XY (along the source's row, then along the destination's column), or YX
+    where `column_first` is set.
     """
     sr, sc = np.divmod(src, cols)
     dr, dc = np.divmod(dst, cols)
+    yx = np.zeros(len(src), dtype=bool) if column_first is None else column_first
+    row = np.where(yx, dr, sr)  # the row of the horizontal segment
+    col = np.where(yx, sc, dc)  # the column of the vertical segment
     east = np.zeros((rows, cols + 1))
     west = np.zeros((rows, cols + 1))
     south = np.zeros((cols, rows + 1))
     north = np.zeros((cols, rows + 1))
-    # a horizontal hop between columns c and c+1 is link c; difference arrays, then cumsum
+    # a hop between columns c and c+1 (rows r and r+1) is link c (r): difference arrays, cumsum
     go = dc > sc
-    np.add.at(east, (sr[go], sc[go]), weight[go])
-    np.add.at(east, (sr[go], dc[go]), -weight[go])
+    np.add.at(east, (row[go], sc[go]), weight[go])
+    np.add.at(east, (row[go], dc[go]), -weight[go])
     go = dc < sc
-    np.add.at(west, (sr[go], dc[go]), weight[go])
-    np.add.at(west, (sr[go], sc[go]), -weight[go])
+    np.add.at(west, (row[go], dc[go]), weight[go])
+    np.add.at(west, (row[go], sc[go]), -weight[go])
     go = dr > sr
-    np.add.at(south, (dc[go], sr[go]), weight[go])
-    np.add.at(south, (dc[go], dr[go]), -weight[go])
+    np.add.at(south, (col[go], sr[go]), weight[go])
+    np.add.at(south, (col[go], dr[go]), -weight[go])
     go = dr < sr
-    np.add.at(north, (dc[go], dr[go]), weight[go])
-    np.add.at(north, (dc[go], sr[go]), -weight[go])
+    np.add.at(north, (col[go], dr[go]), weight[go])
+    np.add.at(north, (col[go], sr[go]), -weight[go])
     parts = [np.cumsum(a, axis=1)[:, :-2].ravel() for a in (east, west, south, north)]
     return np.concatenate(parts)
 
@@ -136,10 +143,10 @@ def build_network(chip: Chip, mapping: tuple[int, ...] | None = None) -> Network
         rows, cols, ports = chip.noc.mesh_rows, chip.noc.mesh_cols, chip.noc.hbm_ports
         cores = np.arange(n)
         tiles = np.asarray(mapping)
-        ring_links = xy_link_loads(rows, cols, tiles, np.roll(tiles, -1), np.ones(n))
-        src = np.repeat(np.asarray(hbm_port_routers(rows, cols, ports)), n)
-        hbm_links = xy_link_loads(rows, cols, src, np.tile(cores, ports),
-                                  np.full(n * ports, 1.0 / ports))
+        ring_links = dor_link_loads(rows, cols, tiles, np.roll(tiles, -1), np.ones(n))
+        routers, vertical = zip(*hbm_port_routers(rows, cols, ports), strict=True)
+        hbm_links = dor_link_loads(rows, cols, np.repeat(routers, n), np.tile(cores, ports),
+                                   np.full(n * ports, 1.0 / ports), np.repeat(vertical, n))
         used = np.flatnonzero((ring_links > 0) | (hbm_links > 0))
         names += [f"link{k}" for k in used]
         capacity += [chip.noc.link_bytes_per_s] * len(used)
