@@ -297,6 +297,11 @@ def search(work: Work, cores: int, sram_bytes: int, cost: CostModel,
     if not cands:
         raise ValueError(f"no partition plan fits {sram_bytes:,} B of SRAM per core")
     chosen = thin(pareto(cands), options.max_exec, options.max_slowdown)
+    if work.hbm_bytes:
+        # every execute plan needs a one-copy preload on its own cores: keep at most
+        # `max_preload` distinct core counts, the largest first
+        counts = sorted({c.cores_used for c in chosen}, reverse=True)[:options.max_preload]
+        chosen = [c for c in chosen if c.cores_used in counts]
     exec_plans = tuple(ExecPlan(id=i, time_ns=c.time_ns, space_bytes=c.space_bytes,
                                 noc_bytes=c.noc_bytes) for i, c in enumerate(chosen))
     if not work.hbm_bytes:
@@ -305,7 +310,7 @@ def search(work: Work, cores: int, sram_bytes: int, cost: CostModel,
                        tuple(chosen), ((cores, 1),))
     layouts = _preload_layouts(chosen, options.max_preload)
     preloads = tuple(PreloadPlan(id=i, space_bytes=ceil(work.hbm_bytes * r / used),
-                                 load_ns=ceil(cost.load_ns(work.hbm_bytes, r)))
+                                 load_ns=ceil(cost.load_ns(work.hbm_bytes, r, used)))
                      for i, (used, r) in enumerate(layouts))
     warmup = []
     for q, (used, r) in zip(preloads, layouts, strict=True):

@@ -92,8 +92,8 @@ class AnalyticModel:
         off_chip = self.inter_chip().time_ns(off_fraction * bytes_per_core * per_chip)
         return max(on_chip, off_chip)
 
-    def load_ns(self, hbm_bytes: float, replicas: int) -> float:
-        """Preload `hbm_bytes` from HBM into SRAM with each byte on `replicas` cores.
+    def load_ns(self, hbm_bytes: float, replicas: int, cores: int) -> float:
+        """Preload `hbm_bytes` from HBM into the SRAM of `cores` cores, each byte on `replicas`.
 
         Load time is the longer of the HBM time and the NoC distribution time: all-to-all, each
         core receives its share through its exchange port; on a mesh the HBM ports at the edge
@@ -107,5 +107,5 @@ class AnalyticModel:
         if noc.topology == "mesh":
             spread = delivered / noc.hbm_ports * 1e9 / noc.link_bytes_per_s
         else:
-            spread = delivered / self.chip.cores * 1e9 / noc.link_bytes_per_s
+            spread = delivered / min(cores, self.chip.cores) * 1e9 / noc.link_bytes_per_s
         return max(hbm, spread) + chip_figure(self.chip, "hbm_latency_ns")
