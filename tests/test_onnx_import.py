@@ -97,3 +97,59 @@ def test_cli_unknown_op_exit_2(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "n9" in err and "Frobnicate" in err and "Traceback" not in err
     assert not (tmp_path / "i.json").exists()
+
+
+def hf_style():
+    """What torch.onnx.export of a decoder block looks like: shape arithmetic computing Reshape
+    targets, an attention mask input, Gemm, Where, Expand, symbolic dims named by HF."""
+    i64 = TensorProto.INT64
+    nodes = [
+        helper.make_node("Shape", ["hidden"], ["shp"], name="/model/layers.0/Shape"),
+        helper.make_node("Gather", ["shp", "zero"], ["bsz"], axis=0,
+                         name="/model/layers.0/Gather_shape"),
+        helper.make_node("Unsqueeze", ["bsz", "axes0"], ["bsz1"], name="/model/layers.0/Unsq"),
+        helper.make_node("Concat", ["bsz1", "tail"], ["newshape"], axis=0,
+                         name="/model/layers.0/Concat_shape"),
+        helper.make_node("Reshape", ["hidden", "newshape"], ["flat"],
+                         name="/model/layers.0/Reshape"),
+        helper.make_node("Gemm", ["flat", "model.layers.0.fc.weight", "model.layers.0.fc.bias"],
+                         ["fc"], transB=1, name="/model/layers.0/fc/Gemm"),
+        helper.make_node("Cast", ["attention_mask"], ["maskb"], to=TensorProto.BOOL,
+                         name="/model/Cast"),
+        helper.make_node("Shape", ["fc"], ["fcshape"], name="/model/layers.0/Shape_1"),
+        helper.make_node("Expand", ["maskb", "fcshape"], ["maskx"], name="/model/Expand"),
+        helper.make_node("Where", ["maskx", "fc", "neg"], ["masked"],
+                         name="/model/layers.0/Where"),
+        helper.make_node("Relu", ["masked"], ["out"], name="/model/layers.0/act/Relu"),
+    ]
+    inputs = [
+        helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch_size", 256]),
+        helper.make_tensor_value_info("attention_mask", i64, ["batch_size", 512]),
+    ]
+    inits = [
+        helper.make_tensor("zero", i64, [], [0]),
+        helper.make_tensor("axes0", i64, [1], [0]),
+        helper.make_tensor("tail", i64, [1], [256]),
+        helper.make_tensor("neg", TensorProto.FLOAT, [], [-1e4]),
+        TensorProto(name="model.layers.0.fc.weight", data_type=TensorProto.FLOAT,
+                    dims=[512, 256]),
+        TensorProto(name="model.layers.0.fc.bias", data_type=TensorProto.FLOAT, dims=[512]),
+    ]
+    for t in inits[4:]:  # shape-only initializers stored externally, never read
+        t.data_location = TensorProto.EXTERNAL
+        entry = t.external_data.add()
+        entry.key, entry.value = "location", "weights.bin"
+    graph = helper.make_graph(nodes, "hf", inputs,
+                              [helper.make_tensor_value_info("out", TensorProto.FLOAT, None)],
+                              inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_hf_style_export_folds_shape_arithmetic():
+    ops = import_graph(hf_style(), "hf.onnx", Bindings(batch=3, kv_len=7, seq=1))
+    assert [op.onnx_type for op in ops] == ["Gemm", "Where", "Relu"]
+    gemm, where, relu = ops
+    assert gemm.work.dims == (1, 3, 256, 512) and gemm.hbm_data == "weights"
+    assert gemm.work.hbm_bytes == (512 * 256 + 512) * 4
+    assert where.inputs == (0,) and relu.inputs == (1,)
+    assert all(op.layer == 0 for op in ops)
