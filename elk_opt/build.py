@@ -17,7 +17,7 @@ import onnx
 from elk_opt.cost import DEFAULT_COST_MODEL, CostModel, get_cost_model
 from elk_opt.errors import UsageError
 from elk_opt.onnx_import import Bindings, GraphOp, Work, import_graph
-from elk_opt.partition import DEFAULT_SEARCH, OpPlans, SearchOptions, search
+from elk_opt.partition import DEFAULT_SEARCH, OpPlans, SearchOptions, footprint, search
 from elk_opt.problem import Chip, Instance, Op
 
 MODES = ("decode", "prefill", "forward")
@@ -70,21 +70,23 @@ def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source
 
 
 def split_large_ops(graph_ops: list[GraphOp], chip: Chip) -> list[GraphOp]:
-    """Split ops whose HBM data would fill more than 1/SPLIT_FRACTION of SRAM into chunks.
+    """Split ops whose data would fill more than 1/SPLIT_FRACTION of all SRAM into chunks.
 
-    A matmul is cut along its independent dimension (G for batched products, otherwise the
-    dimension of the HBM operand that is not reduced: N of weights, M of an HBM left operand),
-    a gather along its rows. Chunks read the same inputs; consumers wait for every chunk.
-    Bytes and flops are divided exactly.
+    The measure is the larger of the op's HBM data and its whole footprint (operands and
+    result). A matmul is cut along G when batched, else along the dimension that shrinks its
+    HBM operand (N of weights, M of an HBM left operand) or, without HBM data, its largest
+    operand; other ops along their rows or elements. Chunks read the same inputs; consumers
+    wait for every chunk. HBM bytes and flops are divided exactly.
     """
     limit = chip.sram_bytes * chip.cores // SPLIT_FRACTION
     out: list[GraphOp] = []
     index: dict[int, list[int]] = {}
     for k, gop in enumerate(graph_ops):
         inputs = tuple(sorted({j for i in gop.inputs for j in index[i]}))
-        chunks = -(-gop.work.hbm_bytes // limit) if gop.work.hbm_bytes > limit else 1
+        size = max(gop.work.hbm_bytes, footprint(gop.work))
+        chunks = -(-size // limit)
         axis = _split_axis(gop.work)
-        if chunks == 1 or axis is None:
+        if chunks <= 1:
             index[k] = [len(out)]
             out.append(replace(gop, inputs=inputs))
             continue
@@ -104,14 +106,15 @@ def split_large_ops(graph_ops: list[GraphOp], chip: Chip) -> list[GraphOp]:
     return out
 
 
-def _split_axis(work: Work) -> int | None:
-    if work.kind == "matmul":
-        if work.dims[0] > 1:
-            return 0
-        return {"B": 3, "A": 1}.get(work.hbm or "")
-    if work.kind == "gather":
+def _split_axis(work: Work) -> int:
+    if work.kind != "matmul":
         return 0
-    return None
+    g, m, k, n = work.dims
+    if g > 1:
+        return 0
+    if work.hbm in ("A", "B"):
+        return 1 if work.hbm == "A" else 3
+    return 1 if m * k + m * n >= k * n else 3
 
 
 def _search(gop: GraphOp, chip: Chip, cost: CostModel, options: SearchOptions,

@@ -73,6 +73,19 @@ class OpPlans:
     layouts: tuple[tuple[int, int], ...]  # (cores used, copies of each byte) per preload plan
 
 
+def footprint(work: Work) -> int:
+    """Bytes of every operand and the result, over all cores: what must fit in SRAM at once."""
+    b = work.dtype_bytes
+    if work.kind == "matmul":
+        g, m, k, n = work.dims
+        return g * (m * k + k * n + m * n) * b + (work.hbm_bytes if work.hbm == "param" else 0)
+    if work.kind == "elementwise":
+        elems, acts = work.dims
+        return (acts + 1) * elems * b + work.hbm_bytes
+    rows, cols = work.dims
+    return 2 * rows * cols * b + (work.hbm_bytes if work.hbm == "param" else 0)
+
+
 def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from elk_opt.chips import chip_figure, chip_names, load_chip
 from elk_opt.cost import get_cost_model
 from elk_opt.onnx_import import Work
-from elk_opt.partition import SearchOptions, search
+from elk_opt.partition import SearchOptions, footprint, search
 
 CHIPS = {name: load_chip(name) for name in chip_names()}
 dims = st.integers(1, 9000)
@@ -38,7 +38,7 @@ def works(draw):
 @given(works(), st.sampled_from(sorted(CHIPS)), st.integers(1, 10), st.integers(1, 5))
 def test_search_properties(work, chip_name, max_exec, max_preload):
     chip = CHIPS[chip_name]
-    if ceil(work.hbm_bytes / chip.cores) > chip.sram_bytes // 4:
+    if max(work.hbm_bytes, footprint(work)) > chip.sram_bytes * chip.cores // 4:
         return  # such ops are split before the search (build.split_large_ops)
     cost = get_cost_model("analytic", chip)
     plans = search(work, chip.cores, chip.sram_bytes, cost,
