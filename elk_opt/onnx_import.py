@@ -115,7 +115,7 @@ class Bindings:
         name = dim_name.lower()
         if "batch" in name:
             return self.batch
-        if "total" in name or "all" in name:
+        if "total" in name:
             return self.kv_len + self.seq
         if "past" in name or "kv" in name or "cache" in name:
             return self.kv_len
