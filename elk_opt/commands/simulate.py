@@ -74,4 +74,6 @@ def _print_summary(r: SimResult) -> None:
           f"peak SRAM {r.peak_sram_bytes:,} of {r.sram_bytes:,} B per core")
     print(f"  overlapped {b.overlapped_ns:,.0f} ns, exec only {b.exec_only_ns:,.0f} ns, "
           f"preload only {b.preload_only_ns:,.0f} ns, stall {b.stall_ns:,.0f} ns")
+    if r.bottlenecks:
+        print("  busiest: " + ", ".join(f"{name} {util:.0%}" for name, util in r.bottlenecks))
     print(f"  {r.events:,} events in {r.wall_s:.3f} s")

@@ -45,7 +45,7 @@ def simulate_program(dp: DeviceProgram, *, contention: bool = True,
     if analytic_ns is None:
         analytic_ns = whole_ns(replay(dp, net, False).end_ns) if contention else whole_ns(
             rep.end_ns)
-    return summarize(dp, rep, contention=contention, analytic_ns=analytic_ns, wall_s=wall)
+    return summarize(dp, net, rep, contention=contention, analytic_ns=analytic_ns, wall_s=wall)
 
 
 def simulate(plan: Plan, *, contention: bool = True, chip: Chip | None = None) -> SimResult:

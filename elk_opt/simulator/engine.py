@@ -58,6 +58,7 @@ class Replay:
     distribute_end: tuple[float, ...]
     exec_end: tuple[float, ...]
     segments: tuple[tuple[float, float, float, float], ...]  # (t0, t1, HBM B/s, NoC B/s)
+    resource_bytes: tuple[float, ...]  # bytes each resource carried over the replay
     end_ns: float
     events: int
 
@@ -103,6 +104,7 @@ def replay(dp: DeviceProgram, net: Network, contention: bool = True) -> Replay:
     executing: ExecuteCall | None = None  # from issue to return
     phase: _Flow | None = None
     segments: list[tuple[float, float, float, float]] = []
+    carried = np.zeros_like(net.capacity)
     events = 0
     while True:
         changed = True
@@ -171,9 +173,10 @@ def replay(dp: DeviceProgram, net: Network, contention: bool = True) -> Replay:
                 noc += s * f.demand[CORE_IN] * net.chip.cores  # bytes into the cores
             if horizon > t:
                 segments.append((t, horizon, float(hbm), float(noc)))
+                carried += (speeds @ np.stack([f.demand for f in flows])) * (horizon - t) * 1e-9
         t = horizon
         events += 1
     if pc < len(calls) or executing is not None:
         raise RuntimeError("device program deadlocked")  # excluded by the structure checks
     return Replay(**{k: tuple(v) for k, v in rec.items()}, segments=tuple(segments),
-                  end_ns=t, events=events)
+                  resource_bytes=tuple(carried.tolist()), end_ns=t, events=events)

@@ -4,9 +4,12 @@ Utilisations are averages over the makespan: HBM bytes moved over `makespan * hb
 NoC bytes delivered into cores (HBM distribution, replication, warm-up and execute traffic) over
 `makespan * cores * link_bytes_per_s`, the same definition on both topologies. The breakdown
 splits the makespan into execution overlapped with a load, execution only, load only and
-stalls (neither). SRAM occupancy per core (every core holds the same bytes): a preload reserves
-its preload-layout space from the moment it starts until its execute starts, an execute holds its
-execute-layout space while it runs. Its peak never exceeds the static R5 figure when every chosen
+stalls (neither). Bottlenecks: the resources with the highest average utilisation (above 1
+without contention means the plan's own timing oversubscribes the resource).
+
+SRAM occupancy per core (every core holds the same bytes): a preload reserves its preload-layout
+space from the moment it starts until its execute starts, an execute holds its execute-layout
+space while it runs. Its peak never exceeds the static R5 figure when every chosen
 preload layout fits in its execute layout, as in every instance the project builds.
 """
 
@@ -16,8 +19,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from elk_opt.lower import DeviceProgram, ExecuteCall, PreloadCall
 from elk_opt.simulator.engine import TOLERANCE, Replay
+from elk_opt.simulator.network import Network
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,7 @@ class SimResult:
     peak_sram_bytes: int
     sram_bytes: int  # capacity per core
     bandwidth: tuple[tuple[float, float, float, float], ...]  # (t0, t1, HBM B/s, NoC B/s)
+    bottlenecks: tuple[tuple[str, float], ...]  # busiest resources, average utilisation
     events: int
     wall_s: float
 
@@ -76,6 +83,7 @@ class SimResult:
                                  "preload_only": round(b.preload_only_ns, 3),
                                  "stall": round(b.stall_ns, 3)},
                 "peak_sram_bytes": self.peak_sram_bytes, "sram_bytes": self.sram_bytes,
+                "bottlenecks": {name: round(util, 6) for name, util in self.bottlenecks},
                 "events": self.events, "wall_s": round(self.wall_s, 6),
                 "events_per_s": round(self.events / self.wall_s, 1) if self.wall_s else None}
 
@@ -131,8 +139,18 @@ def sram_timeline(dp: DeviceProgram, rep: Replay) -> tuple[tuple[float, int], ..
     return tuple(timeline)
 
 
-def summarize(dp: DeviceProgram, rep: Replay, *, contention: bool, analytic_ns: int,
-              wall_s: float) -> SimResult:
+def bottlenecks(net: Network, rep: Replay, seconds: float,
+                top: int = 3) -> tuple[tuple[str, float], ...]:
+    """The `top` resources with the highest average utilisation over the makespan."""
+    if not seconds:
+        return ()
+    util = np.asarray(rep.resource_bytes) / (net.capacity * seconds)
+    order = np.argsort(-util, kind="stable")[:top]
+    return tuple((net.name(int(k)), float(util[k])) for k in order if util[k] > 0)
+
+
+def summarize(dp: DeviceProgram, net: Network, rep: Replay, *, contention: bool,
+              analytic_ns: int, wall_s: float) -> SimResult:
     chip = dp.chip
     makespan = whole_ns(rep.end_ns)
     seconds = makespan * 1e-9
@@ -151,4 +169,5 @@ def summarize(dp: DeviceProgram, rep: Replay, *, contention: bool, analytic_ns: 
         tflops=sum(dp.op_flops) / seconds / 1e12 if seconds else 0.0,
         breakdown=breakdown(rep), ops=ops, sram_timeline=timeline,
         peak_sram_bytes=max(level for _t, level in timeline), sram_bytes=chip.sram_bytes,
-        bandwidth=rep.segments, events=rep.events, wall_s=wall_s)
+        bandwidth=rep.segments, bottlenecks=bottlenecks(net, rep, seconds), events=rep.events,
+        wall_s=wall_s)

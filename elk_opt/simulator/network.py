@@ -77,6 +77,20 @@ def hbm_port_routers(rows: int, cols: int, ports: int) -> list[tuple[int, bool]]
     return [(r * cols + c, vertical) for (r, c), vertical in picks]
 
 
+def link_name(rows: int, cols: int, k: int) -> str:
+    """Name of directed mesh link k in `dor_link_loads` order, e.g. `(3,4)->(3,5)`."""
+    horizontal = rows * (cols - 1)
+    vertical = (rows - 1) * cols
+    if k < 2 * horizontal:
+        r, c = divmod(k % horizontal, cols - 1)
+        ends = ((r, c), (r, c + 1))
+        return "{}->{}".format(*(ends if k < horizontal else ends[::-1])).replace(" ", "")
+    k -= 2 * horizontal
+    c, r = divmod(k % vertical, rows - 1)
+    ends = ((r, c), (r + 1, c))
+    return "{}->{}".format(*(ends if k < vertical else ends[::-1])).replace(" ", "")
+
+
 def dor_link_loads(rows: int, cols: int, src: np.ndarray, dst: np.ndarray, weight: np.ndarray,
                    column_first: np.ndarray | None = None) -> np.ndarray:
     """Bytes on every directed mesh link when `weight[k]` bytes go from core src[k] to dst[k].
@@ -116,7 +130,7 @@ class Network:
     """Resource capacities and the per-byte-per-core use of each traffic pattern."""
 
     chip: Chip
-    names: tuple[str, ...]
+    links: np.ndarray  # mesh link ids (`dor_link_loads` order) of the resources after the base
     capacity: np.ndarray  # bytes/s per resource
     hbm_pattern: np.ndarray  # resource bytes per byte per core read from HBM
     ring_pattern: np.ndarray  # resource bytes per byte per core shifted between tiles
@@ -126,13 +140,19 @@ class Network:
     def topology(self) -> str:
         return self.chip.noc.topology
 
+    def name(self, k: int) -> str:
+        if k < len(BASE_RESOURCES):
+            return BASE_RESOURCES[k]
+        noc = self.chip.noc
+        return link_name(noc.mesh_rows, noc.mesh_cols, int(self.links[k - len(BASE_RESOURCES)]))
+
 
 def build_network(chip: Chip, mapping: tuple[int, ...] | None = None) -> Network:
     """The resources of `chip`; `mapping` (tile -> core) defaults to `tile_to_core(chip)`."""
     n = chip.cores
     if mapping is None:
         mapping = tile_to_core(chip)[1]
-    names = list(BASE_RESOURCES)
+    used = np.zeros(0, dtype=int)
     capacity = [chip.hbm_bytes_per_s, chip.noc.link_bytes_per_s, chip.noc.link_bytes_per_s,
                 noc_aggregate_bytes_per_s(chip), sram_port_bytes_per_s(chip)]
     hbm = [n, 1, 0, n, 0]
@@ -148,12 +168,11 @@ def build_network(chip: Chip, mapping: tuple[int, ...] | None = None) -> Network
         hbm_links = dor_link_loads(rows, cols, np.repeat(routers, n), np.tile(cores, ports),
                                    np.full(n * ports, 1.0 / ports), np.repeat(vertical, n))
         used = np.flatnonzero((ring_links > 0) | (hbm_links > 0))
-        names += [f"link{k}" for k in used]
         capacity += [chip.noc.link_bytes_per_s] * len(used)
         hbm += list(hbm_links[used])
         ring += list(ring_links[used])
         sram += [0] * len(used)
-    return Network(chip=chip, names=tuple(names), capacity=np.asarray(capacity, dtype=float),
+    return Network(chip=chip, links=used, capacity=np.asarray(capacity, dtype=float),
                    hbm_pattern=np.asarray(hbm, dtype=float),
                    ring_pattern=np.asarray(ring, dtype=float),
                    sram_unit=np.asarray(sram, dtype=float))
