@@ -43,6 +43,9 @@ METHODS: dict[str, MethodInfo] = {
                         "CP-SAT model of sections 4-5: proven optimum or best plan and bound"),
     "ilp": MethodInfo("formulations.ilp:solve", "exact",
                       "ILP model (PuLP; HiGHS in-process, params solver=cbc for CBC)"),
+    "polish": MethodInfo("formulations.polish:solve", "exact",
+                         "LNS: re-solve windows of a warm-start plan exactly with CP-SAT",
+                         default_warm_start="elk-full"),
 }
 
 

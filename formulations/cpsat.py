@@ -50,8 +50,10 @@ class CpsatModel:
 
 def build(instance: Instance, restrict: Restrictions,
           fixed: Mapping[int, tuple[int, int]] | None = None,
-          pairs: list[list[Pair]] | None = None, free_first: bool = False) -> CpsatModel:
-    """Build the model; `fixed[j] = (pair index, slot)` pins op j's decisions (used by polish).
+          pairs: list[list[Pair]] | None = None, free_first: bool = False,
+          chain: Sequence[int] = ()) -> CpsatModel:
+    """Build the model; `fixed[j] = (pair index, slot)` pins op j's decisions and `chain`
+    lists ops whose loads keep that order on the HBM (both used by polish).
 
     `free_first` relaxes it for the window bound: loads issued before the first execute
     take no time (they happened before the window began).
@@ -89,9 +91,7 @@ def build(instance: Instance, restrict: Restrictions,
     load_len: dict[int, cp_model.IntVar] = {}
     load_on: dict[int, cp_model.IntVar] = {}
     for j in loads:
-        low = restrict.slot_low(j)
-        if j in fixed:
-            low = min(low, fixed[j][1])
+        low = fixed[j][1] if j in fixed else restrict.slot_low(j)
         start = m.new_int_var(0, big, f"ls{j}")
         prev = None
         for i in range(low, j):
@@ -156,6 +156,8 @@ def build(instance: Instance, restrict: Restrictions,
                 if (b, i) in issued:
                     m.add_implication(issued[b, i], issued[a, i])
             m.add(load_end[a] <= load_start[b])
+    for a, b in zip(chain, chain[1:], strict=False):
+        m.add(load_end[a] <= load_start[b])
     makespan = exec_end[-1]
     m.minimize(makespan)
     aux = {"end": load_end, "len": load_len, "on": load_on, "pend": pend}

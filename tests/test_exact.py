@@ -126,6 +126,9 @@ def test_time_limit_returns_a_feasible_plan_with_a_bound():
         assert plan.claims.status in ("optimal", "feasible")
         assert plan.claims.lower_bound_ns is not None
         assert _sound(plan) <= warm.claims.makespan_ns or model is ilp
+    plan = run_method(instance, "polish", SolveOptions(time_limit_s=1.0, warm_start="basic",
+                                                        warm_plan=warm))
+    assert _sound(plan) <= warm.claims.makespan_ns
 
 
 def test_warm_start_is_recorded_and_method_runs_via_registry():
@@ -186,3 +189,23 @@ def test_bound_and_solve_commands(tmp_path, capsys):
     assert main(["solve", str(inst), "--method", "ilp", "--param", "nonsense=1",
                  "-o", str(plan)]) == 2
     assert "unknown exact-method parameter" in capsys.readouterr().err
+
+
+@settings(max_examples=8)
+@given(synthetic_instances(max_ops=30, max_plans=4))
+def test_polish_never_worsens_its_start_and_verifies(instance):
+    plan = run_method(instance, "polish", SolveOptions(
+        threads=2, warm_start="basic", params={"width": 6, "stride": 3, "window_time": 2.0}))
+    start = plan.claims.params["start_makespan_ns"]
+    assert start == run_method(instance, "basic").claims.makespan_ns
+    assert _sound(plan) <= start
+    assert plan.claims.params["warm_start"] == "basic"
+
+
+def test_polish_with_one_window_is_the_exact_optimum():
+    instance = synthetic_instance(ops=10, plans=3, seed=11, tightness=0.6)
+    plan = run_method(instance, "polish", SolveOptions(threads=2, warm_start="basic",
+                                                        params={"width": 10}))
+    assert _sound(plan) == cpsat.solve(instance, SolveOptions(threads=2)).claims.makespan_ns
+    with pytest.raises(UsageError, match="unknown polish parameter"):
+        run_method(instance, "polish", SolveOptions(warm_start="basic", params={"fifo": True}))

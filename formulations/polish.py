@@ -1,0 +1,143 @@
+"""`polish`: large-neighbourhood search that re-solves windows of a full-scale plan exactly.
+
+Start from a plan (by default Elk-Full's), in the instance's execution order. Repeatedly take
+a window of `width` consecutive ops, keep every other op's pair and issue slot and the HBM
+order of their loads, and let CP-SAT choose the window's pairs, slots and load order (the
+whole instance's timing and SRAM rows stay in the model, so the effect on everything
+downstream is exact). Accept a window's solution when its replayed makespan is lower; slide
+the window by `stride`; stop after a pass with no improvement or when time runs out. The
+result is a local optimum of this neighbourhood, not a proven optimum: its status is
+`feasible` unless the Ideal bound meets it.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from elk_opt.errors import UsageError
+from elk_opt.evaluate import evaluate
+from elk_opt.problem import Choice, Instance, Instr, Plan
+from elk_opt.solution import SolveOptions, make_plan
+from formulations.common import (
+    Pair,
+    Restrictions,
+    claimed_bound,
+    decode_program,
+    feasible_pairs,
+    warm_decisions,
+)
+from formulations.cpsat import add_hint, build, hint_index, read_choice, solver_for
+
+KNOBS = {"width": 24, "stride": 12, "window_time": 10.0}
+
+
+@dataclass
+class Incumbent:
+    pick: list[int]  # pair index per op
+    slot: list[int]
+    load_start: list[int]
+    plan: Plan
+
+
+def _incumbent(instance: Instance, pairs: list[list[Pair]], plan: Plan) -> Incumbent:
+    warm = warm_decisions(instance, plan)
+    if warm is None:
+        raise UsageError("polish needs a warm-start plan that executes in the instance's order")
+    choice, slot, starts = warm
+    pick = [hint_index(instance, j, c, ps) for j, (c, ps) in
+            enumerate(zip(choice, pairs, strict=True))]
+    return Incumbent(pick, slot, starts, plan)
+
+
+def _knobs(params: dict) -> dict:
+    unknown = set(params) - set(KNOBS)
+    if unknown:
+        raise UsageError(f"unknown polish parameter(s): {', '.join(sorted(unknown))}; "
+                         f"known: {', '.join(KNOBS)}")
+    out = {**KNOBS, **params}
+    if not (isinstance(out["width"], int) and isinstance(out["stride"], int)
+            and out["width"] >= 1 and out["stride"] >= 1 and out["window_time"] > 0):
+        raise UsageError(f"polish needs width, stride >= 1 and window_time > 0, got {out}")
+    return out
+
+
+def _window_model(instance: Instance, pairs: list[list[Pair]], inc: Incumbent, first: int,
+                  stop: int, reach: int):
+    """The model with every op outside [first, stop) pinned to the incumbent."""
+    n = len(pairs)
+    outside = [j for j in range(n) if not first <= j < stop]
+    sub_pairs = [ps if first <= j < stop else [ps[inc.pick[j]]] for j, ps in enumerate(pairs)]
+    fixed = {j: (0, inc.slot[j]) for j in outside}
+    chain = sorted((j for j in outside if sub_pairs[j][0].load_ns > 0),
+                   key=lambda j: (inc.load_start[j], j))
+    cm = build(instance, Restrictions(window=reach), fixed=fixed, pairs=sub_pairs, chain=chain)
+    add_hint(cm, instance, inc.plan)
+    return cm
+
+
+def solve(instance: Instance, options: SolveOptions) -> Plan:
+    started = time.perf_counter()
+    knobs = _knobs(dict(options.params))
+    if options.warm_plan is None:
+        raise UsageError("polish needs a plan to start from: give --warm-start METHOD")
+    pairs = feasible_pairs(instance)
+    n = len(pairs)
+    inc = _incumbent(instance, pairs, options.warm_plan)
+    best = evaluate(instance, inc.plan.choice, inc.plan.program, inc.plan.release_ns)
+    if best.peak_sram_bytes > instance.chip.sram_bytes:
+        raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
+    width, stride = min(knobs["width"], n), knobs["stride"]
+    deadline = None if options.time_limit_s is None else started + options.time_limit_s
+    start_makespan = best.makespan_ns
+    passes = improved = windows = 0
+    print(f"polish: start {start_makespan:,} ns, windows of {width} ops every {stride}",
+          file=sys.stderr)
+    while True:
+        passes += 1
+        gained = False
+        for first in range(0, max(1, n - width + stride), stride):
+            stop = min(n, first + width)
+            left = None if deadline is None else deadline - time.perf_counter()
+            if left is not None and left <= 0.05:
+                break
+            reach = width + max(j - s for j, s in enumerate(inc.slot))
+            cm = _window_model(instance, pairs, inc, first, stop, reach)
+            limit = knobs["window_time"] if left is None else min(knobs["window_time"], left)
+            solver = solver_for(options, limit)
+            status = solver.solve(cm.model)
+            windows += 1
+            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                continue
+            if round(solver.objective_value) >= best.makespan_ns:
+                continue
+            choice, starts, lens, ends = read_choice(cm, solver)
+            program = decode_program(starts, lens, ends)
+            schedule = evaluate(instance, choice, program)
+            if schedule.makespan_ns >= best.makespan_ns:
+                continue
+            inc = _accept(instance, pairs, choice, program)
+            best = schedule
+            improved += 1
+            gained = True
+            print(f"  pass {passes} ops {first}-{stop - 1}: {best.makespan_ns:,} ns",
+                  file=sys.stderr)
+        if not gained or (deadline is not None and time.perf_counter() >= deadline - 0.05):
+            break
+    makespan = best.makespan_ns
+    lower = claimed_bound(instance, None, makespan)
+    params = {"exec_order": "instance", **knobs, "passes": passes, "windows_solved": windows,
+              "windows_improved": improved, "start_makespan_ns": start_makespan,
+              "warm_start": options.warm_start}
+    return make_plan(instance, inc.plan.choice, inc.plan.program, method="polish",
+                     started=started, status="optimal" if lower == makespan else "feasible",
+                     lower_bound_ns=lower, params=params)
+
+
+def _accept(instance: Instance, pairs: list[list[Pair]], choice: list[Choice],
+            program: tuple[Instr, ...]) -> Incumbent:
+    plan = Plan(instance=instance, choice=tuple(choice), program=program)
+    return _incumbent(instance, pairs, plan)
