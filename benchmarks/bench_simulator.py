@@ -29,9 +29,9 @@ SCALES = (0.25, 0.5, 1, 1.5, 2, 3, 4, 8)
 
 
 def speed(method: str, repeats: int = 5) -> None:
-    print("| chip | ops | events | simulate (contention), median | events/s | "
-          "evaluate, median | ratio | slowdown vs analytic |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+    print("| chip | ops | events | first simulate (builds the network) | simulate, median | "
+          "events/s | evaluate, median | ratio | slowdown vs analytic |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for chip in (DEFAULT_CHIP, MESH_CHIP):
         instance = model_instance("llama2-70b", chip)
         plan = solve(instance, method)
@@ -44,7 +44,8 @@ def speed(method: str, repeats: int = 5) -> None:
             evaluate_plan(plan)
             evals.append(time.perf_counter() - started)
         wall, base = statistics.median(walls), statistics.median(evals)
-        print(f"| {chip} | {len(instance.ops):,} | {result.events:,} | {wall:.3f} s | "
+        print(f"| {chip} | {len(instance.ops):,} | {result.events:,} | {walls[0]:.3f} s | "
+              f"{wall:.3f} s | "
               f"{result.events / wall:,.0f} | {base:.4f} s | {wall / base:,.0f}x | "
               f"{result.slowdown:.3f} |", flush=True)
 
@@ -53,8 +54,8 @@ def curve(model: str, method: str) -> None:
     print(f"{model} decode (batch 32, KV 2048), {method} plans; makespan in us; speedup vs x1 "
           "of the same column")
     print("| HBM | chip | analytic | speedup | simulated | speedup | slowdown | HBM util | "
-          "NoC util |")
-    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+          "NoC util | busiest resource |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for name in (DEFAULT_CHIP, MESH_CHIP):
         base = load_chip(name)
         rows = []
@@ -70,7 +71,8 @@ def curve(model: str, method: str) -> None:
                   f"{r.analytic_makespan_ns / 1e3:,.0f} | "
                   f"{ref.analytic_makespan_ns / r.analytic_makespan_ns:.2f} | "
                   f"{r.makespan_ns / 1e3:,.0f} | {ref.makespan_ns / r.makespan_ns:.2f} | "
-                  f"{r.slowdown:.3f} | {r.hbm_util:.0%} | {r.noc_util:.0%} |", flush=True)
+                  f"{r.slowdown:.3f} | {r.hbm_util:.0%} | {r.noc_util:.0%} | "
+                  f"{r.bottlenecks[0][0]} {r.bottlenecks[0][1]:.0%} |", flush=True)
 
 
 def main() -> None:
