@@ -7,12 +7,14 @@ consecutive identical layers (the steady state that repeats through the model); 
 `finalists` best, and always the identity order, are then scheduled on the whole model, where
 the best makespan wins. The identity order on the whole model is exactly Elk-Dyn, so Elk-Full
 is never worse than Elk-Dyn. Knobs (SolveOptions.params): max_shift (2), screen_layers (4),
-finalists (4); the time limit, if any, stops the screening early.
+finalists (4), max_orders (1000: candidates beyond it, in enumeration order, are not tried);
+the time limit, if any, stops the screening early.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import time
 
 from elk_opt.bounds import ideal_bound
@@ -24,7 +26,7 @@ from heuristics.inductive import Decisions, schedule_refined
 from heuristics.ladders import op_classes
 from heuristics.orders import Template, find_template, full_order, layer_orders
 
-DEFAULTS = {"max_shift": 2, "screen_layers": 4, "finalists": 4}
+DEFAULTS = {"max_shift": 2, "screen_layers": 4, "finalists": 4, "max_orders": 1000}
 
 
 def _knobs(options: SolveOptions) -> dict[str, int]:
@@ -72,8 +74,9 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if template is not None:
         of_op, classes = ladders
         layer_ladders = [classes[of_op[template.starts[0] + k]] for k in range(template.width)]
-        candidates = list(layer_orders(template, layer_ladders, instance.chip.sram_bytes,
-                                       knobs["max_shift"]))[1:]
+        candidates = list(itertools.islice(
+            layer_orders(template, layer_ladders, instance.chip.sram_bytes, knobs["max_shift"]),
+            1, knobs["max_orders"] + 1))
         sub, sub_template = _slice(instance, template, knobs["screen_layers"])
         sub_ladders = op_classes(sub)
         scored: list[tuple[int, int, tuple[int, ...]]] = []

@@ -4,7 +4,8 @@ A model repeats one layer; ops of identical layers (same plans, same place in th
 interchangeable, so one permutation of the layer template is applied to every layer that
 matches it. The template is cut into groups, each a run of ops ending at an HBM-heavy op (one
 whose least load is at least a tenth of the layer's largest: weights and KV cache, not norm
-scales), so a group's light ops travel with the load they precede. A candidate
+scales), so a group's light ops travel with the load they precede; consecutive identical ops
+(the chunks of one split op, or same-shaped projections) stay in one group. A candidate
 moves every group at most `max_shift` places from its own position. While an order is built,
 a prefix is dropped if it forces some execute to hold preloads that cannot fit SRAM even at
 their smallest plans (those ops are issued before an op that executes earlier than them).
@@ -49,7 +50,8 @@ def find_template(instance: Instance, of_op: list[int]) -> Template | None:
     run: list[int] = []
     for k, is_heavy in enumerate(heavy):
         run.append(k)
-        if is_heavy:
+        same_next = k + 1 < len(shape) and shape[k + 1] == shape[k]
+        if is_heavy and not same_next:
             groups.append(tuple(run))
             run = []
     if run:
