@@ -1,8 +1,9 @@
 """A timeline figure of a simulation: Gantt chart, SRAM occupancy, bandwidth.
 
 Top: the preload and execute tracks (warm-up lighter than local execution, stalls visible as
-gaps). Middle: per-core SRAM occupancy against capacity. Bottom: HBM and NoC bandwidth in use
-against their capacities. Written atomically as PNG.
+gaps). Middle: per-core SRAM occupancy against capacity. Bottom: HBM and NoC bandwidth in use as
+a share of their capacities (without contention a plan may ask for more than 100%). Written
+atomically as PNG.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ def plot_timeline(result: SimResult, chip: Chip, path: str | Path) -> None:
     sram.set_ylim(0, chip.sram_bytes / 1024 * 1.1)
     sram.legend(loc="upper right", fontsize=7)
 
+    peaks: list[float] = []
     for column, name, color, capacity in (
             (2, "HBM", "tab:red", chip.hbm_bytes_per_s),
             (3, "NoC into cores", "tab:purple", chip.cores * chip.noc.link_bytes_per_s)):
@@ -75,13 +77,15 @@ def plot_timeline(result: SimResult, chip: Chip, path: str | Path) -> None:
                 edges.append(last)
                 values.append(0.0)
             edges.append(seg[0])
-            values.append(seg[column] / 1e9)
+            values.append(100 * seg[column] / capacity)
             last = seg[1]
+        peaks += values
         if edges:
             bw.stairs(values, [e * us for e in edges] + [last * us], color=color,
-                      label=f"{name} (capacity {capacity / 1e9:,.0f} GB/s)")
-        bw.axhline(capacity / 1e9, color=color, linestyle="--", linewidth=0.8)
-    bw.set_ylabel("bandwidth\n(GB/s)")
+                      label=f"{name} (of {capacity / 1e9:,.0f} GB/s)")
+    bw.axhline(100, color="black", linestyle="--", linewidth=0.8)
+    bw.set_ylim(0, max([110.0, *peaks]) * 1.3)  # room for the legend
+    bw.set_ylabel("bandwidth in use\n(% of capacity)")
     bw.set_xlabel("time (us)")
     bw.legend(loc="upper right", fontsize=7)
     bw.set_xlim(0, result.makespan_ns * us)
