@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "demo",
     "compare",
     "gap",
+    "sweep",
     "simulate",
     "lower",
 )

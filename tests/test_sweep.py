@@ -1,0 +1,53 @@
+"""Design-space sweeps: chip variation, and a Dask cluster that reproduces local results."""
+
+from dataclasses import replace
+
+import pytest
+
+from elk_opt.chips import load_chip
+from elk_opt.cli import main
+from elk_opt.errors import UsageError
+from elk_opt.studies.executors import run_all
+from elk_opt.studies.sweep import Figure, run_sweep_cell, sweep_cells, vary
+
+
+def test_vary_scales_one_parameter():
+    chip = load_chip("ipu-pod4-hbm3e")
+    assert vary(chip, "hbm", 2).hbm_bytes_per_s == 2 * chip.hbm_bytes_per_s
+    assert vary(chip, "noc", 0.5).noc.link_bytes_per_s == chip.noc.link_bytes_per_s // 2
+    assert vary(chip, "cores", 0.5).cores == chip.cores // 2
+    assert vary(chip, "compute", 2).extra["flops_per_cycle"] == 2 * chip.extra["flops_per_cycle"]
+    assert vary(chip, "hbm", 1).sram_bytes == chip.sram_bytes
+    with pytest.raises(UsageError, match="mesh"):
+        vary(load_chip("ipu-pod4-mesh"), "cores", 2)
+
+
+def small_cells():
+    figure = Figure("test", "hbm", (0.5, 1.0, 2.0))
+    return sweep_cells("llama2-7b", figure, ["basic"], batch=8, kv_len=256, layers=1)
+
+
+def test_more_hbm_bandwidth_never_slows_the_plan():
+    points = sorted((p for _c, p in run_all(run_sweep_cell, small_cells(), "serial")),
+                    key=lambda p: p.cell.value)
+    analytic = [p.makespan_ns for p in points]
+    assert analytic == sorted(analytic, reverse=True)
+    assert all(p.simulated_ns >= p.makespan_ns for p in points)
+
+
+def test_sweep_on_a_dask_cluster_equals_the_local_run():
+    cells = small_cells()
+    local = {c: replace(p, solve_s=0) for c, p in run_all(run_sweep_cell, cells, "local", 2)}
+    on_dask = {c: replace(p, solve_s=0) for c, p in run_all(run_sweep_cell, cells, "dask", 2)}
+    assert on_dask == local
+
+
+def test_sweep_command_writes_csv_and_plot(tmp_path, capsys):
+    assert main(["sweep", "--axis", "noc", "--values", "0.5,1", "--model", "llama2-7b",
+                 "--layers", "1", "--batch", "4", "--kv-len", "128", "--methods", "basic",
+                 "--executor", "serial", "-o", str(tmp_path)]) == 0
+    rows = (tmp_path / "sweep.csv").read_text().splitlines()
+    assert len(rows) == 3 and rows[0].startswith("model,mode")
+    assert (tmp_path / "sweep.png").stat().st_size > 0
+    assert main(["sweep", "--figure", "99", "-o", str(tmp_path)]) == 2
+    assert "no preset" in capsys.readouterr().err
