@@ -143,3 +143,31 @@ def test_commands_fail_cleanly(tmp_path, capsys):
     assert main(["lower", str(plan_path), "-o", str(tmp_path / "no" / "dp.json")]) == 2
     assert "does not exist" in capsys.readouterr().err
     assert not (tmp_path / "no").exists()
+
+
+def test_chip_files_swap_the_network(tmp_path, capsys):
+    """`--chip file.toml` maps the plan onto a mesh, for `lower` and for a lowered program."""
+    instance = synthetic_instance(ops=12, plans=3, seed=2)
+    plan_path = tmp_path / "plan.json"
+    save_plan(plan_path, solve(instance, "basic"))
+    chip = instance.chip
+    toml = tmp_path / "mesh.toml"
+    toml.write_text(f'name = "test-mesh"\ncores = {chip.cores}\nsram_bytes = {chip.sram_bytes}\n'
+                    f"hbm_bytes_per_s = {chip.hbm_bytes_per_s}\nclock_hz = {chip.clock_hz}\n"
+                    '[noc]\ntopology = "mesh"\nlink_bytes_per_s = 5_500_000_000\n'
+                    "mesh_rows = 32\nmesh_cols = 46\nhbm_ports = 4\n")
+    dp_path = tmp_path / "dp.json"
+    assert main(["lower", str(plan_path), "-o", str(dp_path), "--chip", str(toml)]) == 0
+    dp = load_device_program(str(dp_path))
+    assert dp.scheme == "boustrophedon" and dp.chip.name == "test-mesh"
+    capsys.readouterr()
+    assert main(["simulate", str(plan_path), "--json", "--chip", str(toml)]) == 0
+    on_mesh = json.loads(capsys.readouterr().out)
+    assert on_mesh["topology"] == "mesh"
+    assert main(["simulate", str(dp_path), "--json"]) == 0  # the program keeps its mesh
+    assert json.loads(capsys.readouterr().out)["makespan_ns"] == on_mesh["makespan_ns"]
+    lowered_flat = tmp_path / "flat.json"
+    assert main(["lower", str(plan_path), "-o", str(lowered_flat)]) == 0
+    capsys.readouterr()
+    assert main(["simulate", str(lowered_flat), "--json", "--chip", str(toml)]) == 0
+    assert json.loads(capsys.readouterr().out)["makespan_ns"] == on_mesh["makespan_ns"]
