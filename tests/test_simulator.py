@@ -15,7 +15,18 @@ from hypothesis import strategies as st
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate_plan
 from elk_opt.methods import METHODS, heuristics, solve
-from elk_opt.problem import Chip, Choice, Instance, Instr, Noc, Plan
+from elk_opt.problem import (
+    Chip,
+    Choice,
+    ExecPlan,
+    Instance,
+    Instr,
+    Noc,
+    Op,
+    Plan,
+    PreloadPlan,
+    Warmup,
+)
 from elk_opt.simulator import all_to_all_twin, simulate
 from elk_opt.simulator.flows import max_min_speeds
 from elk_opt.simulator.network import build_network, dor_link_loads, hbm_port_routers
@@ -320,3 +331,25 @@ def test_bottlenecks_name_the_saturated_resource():
     flat = simulate(plan)
     assert {name for name, _ in flat.bottlenecks} <= {"hbm", "core_in", "core_out", "noc",
                                                         "sram"}
+
+
+def test_a_load_and_an_execute_share_the_ingress_link_by_hand():
+    """4 cores, 1 B/ns links. E0 shifts 100 B per core in 100 ns and P1 delivers 100 B per
+    core in 100 ns: each alone fills every core's ingress link, so together they run at half
+    speed and both end at 200 ns; E1 (10 ns) then ends at 210 instead of the analytic 110."""
+    plans = dict(preload_plans=(PreloadPlan(0, 0, 0),), warmup=(Warmup(0, 0, 0),))
+    op0 = Op("e0", "matmul", None, (), 0, 0, exec_plans=(ExecPlan(0, 100, 0, 100),), **plans)
+    op1 = Op("e1", "matmul", None, (0,), 400, 0, exec_plans=(ExecPlan(0, 10, 100, 0),),
+             preload_plans=(PreloadPlan(0, 100, 100),), warmup=(Warmup(0, 0, 0),))
+    chip = Chip("tiny", cores=4, sram_bytes=1000, hbm_bytes_per_s=10**12, clock_hz=10**9,
+                noc=Noc("all_to_all", 10**9), extra={"sram_port_bytes_per_s": 10**15})
+    instance = Instance("by-hand", chip, (op0, op1))
+    plan = make_plan(instance, [Choice(0, 0), Choice(0, 0)],
+                     [("P", 0), ("P", 1), ("E", 0), ("E", 1)], method="hand",
+                     started=time.perf_counter())
+    r = simulate(plan)
+    assert plan.claims.makespan_ns == 110
+    assert r.ops[1].load_end_ns == pytest.approx(200) and r.ops[0].exec_end_ns == pytest.approx(200)
+    assert r.makespan_ns == 210
+    assert r.breakdown.overlapped_ns == pytest.approx(200)
+    assert dict(r.bottlenecks)["core_in"] == pytest.approx(800 / (4 * 210))  # bytes in / cap

@@ -20,7 +20,8 @@ from elk_opt.simulator.trace import trace_events
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="event simulation with shared HBM, NoC and SRAM ports",
-                       description=__doc__.splitlines()[0])
+                       description="Replay a plan, or a lowered device program, with shared "
+                                   "HBM, NoC and SRAM ports (max-min fair fluid flows).")
     p.add_argument("plan", metavar="plan.json", help="a plan or a lowered device program")
     p.add_argument("--contention", action=argparse.BooleanOptionalAction, default=True,
                    help="share HBM, NoC and SRAM ports between concurrent activities "
