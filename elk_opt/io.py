@@ -381,6 +381,9 @@ def write_atomic(path: str | Path, write: Callable[[Any], None], mode: str = "w"
     if not directory.is_dir():
         raise InputError(f"{path}: directory {directory} does not exist")
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual permissions
     try:
         encoding = None if "b" in mode else "utf-8"
         with os.fdopen(fd, mode, encoding=encoding) as f:

@@ -91,3 +91,16 @@ def test_a_failed_write_leaves_no_file(tmp_path):
     with pytest.raises(TypeError):
         save_json(tmp_path / "out.json", {"ok": 1, "bad": object()})
     assert list(tmp_path.iterdir()) == []
+
+
+def test_written_files_get_the_usual_permissions(tmp_path):
+    import os
+
+    from elk_opt.io import save_json
+
+    umask = os.umask(0o022)
+    try:
+        save_json(tmp_path / "out.json", {"ok": 1})
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "out.json").stat().st_mode & 0o777 == 0o644
