@@ -157,12 +157,17 @@ def warm_decisions(instance: Instance, plan: Plan | None) -> tuple[list[Choice],
     return list(plan.choice), slot, list(schedule.load_start)
 
 
+def ceil_integer(value: float) -> int:
+    """Round a solver's bound on an integer objective up, forgiving float noise (not a unit)."""
+    return math.ceil(value - 1e-3 - 1e-9 * abs(value))
+
+
 def integer_bound(value: float, makespan: int) -> int:
     """A solver's objective bound as an honest integer lower bound (objectives are integers).
 
     A bound above the replayed makespan means a wrong model; raise rather than hide it.
     """
-    bound = math.ceil(value - 1e-6 * max(1.0, abs(value)))
+    bound = ceil_integer(value)
     if bound > makespan:
         raise AssertionError(f"solver bound {value} exceeds the replayed makespan {makespan}")
     return bound

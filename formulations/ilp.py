@@ -30,6 +30,7 @@ from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
     Pair,
     Restrictions,
+    ceil_integer,
     claimed_bound,
     decode_program,
     fallback,
@@ -306,5 +307,5 @@ def lp_bound(instance: Instance, time_limit_s: float | None = None) -> int | Non
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     value = h.getInfo().objective_function_value
-    return math.ceil(value - 1e-6 * max(1.0, abs(value)))
+    return ceil_integer(value)
 

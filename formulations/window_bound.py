@@ -11,7 +11,6 @@ The bound sees memory and per-window load order; the Ideal bound sees total HBM 
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from dataclasses import dataclass
@@ -20,7 +19,7 @@ from ortools.sat.python import cp_model
 
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Op
-from formulations.common import Restrictions
+from formulations.common import Restrictions, ceil_integer
 from formulations.cpsat import build
 
 
@@ -66,7 +65,7 @@ def window_bound(instance: Instance, width: int = 12, time_limit_s: float = 2.0,
         if status == cp_model.OPTIMAL:
             proven += 1
         bound = solver.best_objective_bound
-        total += math.ceil(bound - 1e-6 * max(1.0, abs(bound)))
+        total += ceil_integer(bound)
         if progress:
             print(f"  window {k + 1}/{len(starts)} ops {first}-{stop - 1}: "
                   f"{solver.status_name(status).lower()}, running bound {total:,} ns",
