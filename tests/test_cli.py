@@ -54,8 +54,11 @@ def test_bad_input_is_one_clear_line_and_exit_2(tmp_path, capsys, args, message)
 def test_demo_runs_and_verifies(capsys, tmp_path):
     assert main(["demo", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "basic" in out and "FAILED" not in out
-    assert (tmp_path / "instance.json").exists() and (tmp_path / "basic.plan.json").exists()
+    assert "elk-full" in out and "FAILED" not in out
+    assert "1-layer slice: CP-SAT" in out
+    for name in ("instance.json", "slice.instance.json", "basic.plan.json",
+                 "slice.cpsat.plan.json", "timeline.png", "methods.png"):
+        assert (tmp_path / name).stat().st_size > 0, name
 
 
 def test_console_entry_points(tmp_path):

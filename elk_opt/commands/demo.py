@@ -1,61 +1,143 @@
-"""`elk-opt demo`: the main job end to end on the embedded default instance.
+"""`elk-opt demo`: the main job on the built-in default, Llama2-13B decode on the default chip.
 
-Builds the default instance, solves it with every heuristic, checks every plan with the
-independent verifier and prints one table. With `-o DIR` it also writes the instance and plans.
+Every heuristic schedules the full model; CP-SAT proves the optimum of a one-layer slice and
+the heuristics' gaps to it are measured; every plan is checked by the independent verifier and
+simulated with contention; one table is printed and the plots are written to a folder.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from elk_opt.bounds import ideal_bound
+from elk_opt.chips import DEFAULT_CHIP
 from elk_opt.errors import UsageError
-from elk_opt.evaluate import evaluate_plan
-from elk_opt.io import plan_to_dict, save_instance, save_plan
+from elk_opt.io import plan_to_dict, save_instance, save_plan, write_atomic
 from elk_opt.methods import heuristics, solve
-from elk_opt.synthetic import synthetic_instance
+from elk_opt.problem import Instance, Plan
+from elk_opt.solution import SolveOptions
 from verify import check
 
-DEFAULT = {"ops": 96, "plans": 6, "seed": 0, "tightness": 0.6}
+MODEL, BATCH, KV_LEN = "llama2-13b", 32, 2048
+SLICE_LAYERS = 1
+EXACT_TIME_LIMIT_S = 60.0
+
+
+@dataclass(frozen=True)
+class Result:
+    method: str
+    plan: Plan
+    verified: bool
+    simulated_ns: int
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run the main job on the embedded default instance",
+    p = sub.add_parser("demo", help="run the main job on the built-in default model and chip",
                        description=__doc__)
-    p.add_argument("-o", "--output", metavar="DIR", help="also write instance and plans here")
+    p.add_argument("-o", "--output", default="elk-demo", metavar="DIR",
+                   help="folder for the instance, plans and plots (default elk-demo)")
     p.set_defaults(func=run)
 
 
+def _say(text: str) -> None:
+    print(text, file=sys.stderr, flush=True)
+
+
+def _run_all(instance: Instance, methods: list[str], options: SolveOptions) -> list[Result]:
+    from elk_opt.simulator import simulate
+
+    results = []
+    for method in methods:
+        _say(f"  {method}...")
+        plan = solve(instance, method, options)
+        verified = check(plan_to_dict(plan)).valid
+        results.append(Result(method, plan, verified, simulate(plan).makespan_ns))
+    return results
+
+
 def run(args: argparse.Namespace) -> int:
-    out = Path(args.output) if args.output else None
-    if out is not None:
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-        except OSError as e:
-            raise UsageError(f"{out}: cannot create directory: {e.strerror}") from None
-    instance = synthetic_instance(**DEFAULT)
-    print(f"instance {instance.name}: {len(instance.ops)} ops on {instance.chip.name} "
-          f"({instance.chip.cores} cores, SRAM {instance.chip.sram_bytes:,} B/core)")
-    if out is not None:
-        save_instance(out / "instance.json", instance)
-    rows = []
-    for method in heuristics():
-        print(f"  solving with {method}...", file=sys.stderr)
-        plan = solve(instance, method)
-        report = check(plan_to_dict(plan))
-        schedule = evaluate_plan(plan)
-        assert plan.claims is not None
-        rows.append((method, plan.claims.makespan_ns, schedule, report.valid, plan.claims.wall_s))
-        if out is not None:
-            save_plan(out / f"{method}.plan.json", plan)
-    best = min(r[1] for r in rows)
-    print(f"\n{'method':<10} {'makespan ns':>14} {'vs best':>8} {'mean preloads':>14} "
-          f"{'peak SRAM B':>12} {'solve s':>8}  verify")
-    for method, makespan, schedule, valid, wall in rows:
-        mean = sum(schedule.preload_count) / len(schedule.preload_count)
-        print(f"{method:<10} {makespan:>14,} {makespan / best:>8.3f} {mean:>14.2f} "
-              f"{schedule.peak_sram_bytes:>12,} {wall:>8.3f}  {'ok' if valid else 'FAILED'}")
-    if out is not None:
-        print(f"\nwrote instance.json and one plan per method to {out}/")
-    return 0 if all(r[3] for r in rows) else 1
+    from elk_opt.zoo import model_instance
+
+    out = Path(args.output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"{out}: cannot create directory: {e.strerror}") from None
+    _say(f"building {MODEL} decode (batch {BATCH}, KV {KV_LEN}) on {DEFAULT_CHIP}...")
+    full = model_instance(MODEL, DEFAULT_CHIP, batch=BATCH, kv_len=KV_LEN)
+    layer = model_instance(MODEL, DEFAULT_CHIP, batch=BATCH, kv_len=KV_LEN, layers=SLICE_LAYERS)
+    save_instance(out / "instance.json", full)
+    save_instance(out / "slice.instance.json", layer)
+
+    _say(f"full model, {len(full.ops)} ops: every heuristic")
+    on_full = _run_all(full, heuristics(), SolveOptions())
+    _say(f"{SLICE_LAYERS}-layer slice, {len(layer.ops)} ops: CP-SAT (limit "
+         f"{EXACT_TIME_LIMIT_S:g} s) and every heuristic")
+    on_slice = _run_all(layer, ["cpsat", *heuristics()],
+                        SolveOptions(time_limit_s=EXACT_TIME_LIMIT_S, threads=2))
+    for r in on_full:
+        save_plan(out / f"{r.method}.plan.json", r.plan)
+    for r in on_slice:
+        save_plan(out / f"slice.{r.method}.plan.json", r.plan)
+
+    print(_table(full, on_full, on_slice))
+    _plots(full, on_full, out)
+    print(f"\nwrote the instances, every plan, timeline.png and methods.png to {out}/")
+    return 0 if all(r.verified for r in on_full + on_slice) else 1
+
+
+def _table(full: Instance, on_full: list[Result], on_slice: list[Result]) -> str:
+    ideal = ideal_bound(full)
+    best = min(r.plan.claims.makespan_ns for r in on_full)  # type: ignore[union-attr]
+    exact = on_slice[0].plan.claims
+    assert exact is not None
+    optimum = exact.makespan_ns if exact.status == "optimal" else None
+    slice_gap = {r.method: r.plan.claims.makespan_ns for r in on_slice[1:]}  # type: ignore[union-attr]
+    lines = [f"\n{full.name}: {len(full.ops)} ops. Ideal bound {ideal:,} ns.",
+             f"{'method':<9} {'makespan ns':>13} {'per token':>10} {'vs best':>8} "
+             f"{'Ideal/ms':>8} {'simulated':>13} {'solve s':>8} {'1-layer gap':>12}  verify"]
+    for r in on_full:
+        c = r.plan.claims
+        assert c is not None
+        gap = "-" if optimum is None else f"{100 * (slice_gap[r.method] / optimum - 1):.2f}%"
+        lines.append(f"{r.method:<9} {c.makespan_ns:>13,} {c.makespan_ns / BATCH / 1e3:>8.2f}us "
+                     f"{c.makespan_ns / best:>8.3f} {100 * ideal / c.makespan_ns:>7.1f}% "
+                     f"{r.simulated_ns:>13,} {c.wall_s:>8.2f} {gap:>12}  "
+                     f"{'ok' if r.verified else 'FAILED'}")
+    status = (f"proved optimal: {optimum:,} ns" if optimum is not None else
+              f"not proved in {EXACT_TIME_LIMIT_S:g} s: best {exact.makespan_ns:,} ns, bound "
+              f"{exact.lower_bound_ns:,} ns")
+    lines.append(f"1-layer slice: CP-SAT {status} ({exact.wall_s:.1f} s); "
+                 f"verify {'ok' if on_slice[0].verified else 'FAILED'}")
+    return "\n".join(lines)
+
+
+def _plots(full: Instance, on_full: list[Result], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from elk_opt.simulator import simulate
+    from elk_opt.simulator.plot import plot_timeline
+
+    best = min(on_full, key=lambda r: r.simulated_ns)
+    plot_timeline(simulate(best.plan), full.chip, out / "timeline.png")
+    fig, ax = plt.subplots(figsize=(7, 3.8))
+    names = [r.method for r in on_full]
+    analytic = [r.plan.claims.makespan_ns / 1e3 for r in on_full]  # type: ignore[union-attr]
+    simulated = [r.simulated_ns / 1e3 for r in on_full]
+    xs = range(len(names))
+    ax.bar([x - 0.2 for x in xs], analytic, width=0.4, label="analytic (section 5)")
+    ax.bar([x + 0.2 for x in xs], simulated, width=0.4, label="simulated with contention")
+    ax.axhline(ideal_bound(full) / 1e3, color="black", linestyle="--", label="Ideal bound")
+    ax.set_xticks(list(xs), names)
+    ax.set_ylabel("makespan of one decode step (us)")
+    ax.set_title(full.name)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    write_atomic(out / "methods.png", lambda f: fig.savefig(f, format="png"), mode="wb")
+    plt.close(fig)
