@@ -22,8 +22,7 @@ from elk_opt.errors import UsageError
 from elk_opt.evaluate import Schedule
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
-from heuristics.inductive import Decisions, schedule_refined
-from heuristics.ladders import op_classes
+from heuristics.inductive import Decisions, schedule_best, weighted_ladders
 from heuristics.orders import Template, find_template, full_order, layer_orders
 
 DEFAULTS = {"max_shift": 2, "screen_layers": 4, "finalists": 4, "max_orders": 1000}
@@ -63,42 +62,41 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     knobs = _knobs(options)
     n = len(instance.ops)
-    ladders = op_classes(instance)
-    identity = tuple(range(n))
-    found = schedule_refined(instance, identity, ladders)
+    sets = weighted_ladders(instance)
+    found = schedule_best(instance, tuple(range(n)), sets)
     assert found is not None  # the identity order never forces a pending preload
-    best: tuple[Decisions, Schedule] = found
+    best: tuple[Decisions, Schedule, float] = found
     best_layer: tuple[int, ...] | None = None
-    template = find_template(instance, ladders[0])
+    of_op, classes = sets[0][1]
+    template = find_template(instance, of_op)
     tried = screened = 0
     if template is not None:
-        of_op, classes = ladders
         layer_ladders = [classes[of_op[template.starts[0] + k]] for k in range(template.width)]
         candidates = list(itertools.islice(
             layer_orders(template, layer_ladders, instance.chip.sram_bytes, knobs["max_shift"]),
             1, knobs["max_orders"] + 1))
         sub, sub_template = _slice(instance, template, knobs["screen_layers"])
-        sub_ladders = op_classes(sub)
+        sub_sets = weighted_ladders(sub)
         scored: list[tuple[int, int, tuple[int, ...]]] = []
         for k, layer in enumerate(candidates):
             if options.time_limit_s is not None and \
                     time.perf_counter() - started > options.time_limit_s:
                 break
-            got = schedule_refined(sub, full_order(len(sub.ops), sub_template, layer),
-                                   sub_ladders)
+            got = schedule_best(sub, full_order(len(sub.ops), sub_template, layer), sub_sets)
             screened += 1
             if got is not None:
                 scored.append((got[1].makespan_ns, k, layer))
         for _m, _k, layer in sorted(scored)[:knobs["finalists"]]:
-            got = schedule_refined(instance, full_order(n, template, layer), ladders)
+            got = schedule_best(instance, full_order(n, template, layer), sets)
             tried += 1
             if got is not None and got[1].makespan_ns < best[1].makespan_ns:
                 best, best_layer = got, layer
-    decisions = best[0]
+    decisions, _timed, weight = best
     counts = decisions.preload_counts
     return make_plan(instance, decisions.choice, decisions.program, method="elk-full",
                      started=started, lower_bound_ns=ideal_bound(instance),
                      params={**knobs, "orders_screened": screened, "orders_scheduled": tried + 1,
                              "layer_preload_order": list(best_layer or ()) or "identity",
+                             "load_weight": weight,
                              "max_preload_count": max(counts, default=0),
                              "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3)})

@@ -18,8 +18,11 @@ section-5 recurrence makes a max-plus linear function of the state at the cut be
 end = max(x + ax, h + ah, max_j L_j + g[j]), with x the end of the previous execute, h the HBM
 free time and L_j the load end of each op j still in flight. Each candidate is scored at the
 reference state "E<i> starts at 0 with the HBM idle and the pending loads queued from 0", plus
-the warm-up added to pending ops it shrinks. Only that score is approximate; the caller
-evaluates the resulting program with the real semantics.
+the warm-up added to pending ops it shrinks; later rounds score against the timing of the best
+schedule so far instead (its loads keep their start times), while that improves the makespan.
+Only that score is approximate; the result is evaluated with the real semantics. The ladders'
+price of load time against execute time is a knob (heuristics.ladders); `schedule_best` tries
+each of LOAD_WEIGHTS and keeps the best, since decode steps may be HBM- or compute-bound.
 """
 
 from __future__ import annotations
@@ -31,10 +34,11 @@ from dataclasses import dataclass
 
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.problem import Choice, Instance, Instr, program_from_issue
-from heuristics.ladders import Ladder, OpLadders
+from heuristics.ladders import Ladder, OpLadders, op_classes
 
 NEG = -(1 << 62)
 ROUNDS = 8  # most instances settle within three
+LOAD_WEIGHTS = (1.0, 0.5)  # prices of a load ns against an execute ns tried (heuristics.ladders)
 
 
 @dataclass(frozen=True)
@@ -246,4 +250,23 @@ def schedule_refined(instance: Instance, order: Sequence[int],
         if timed.makespan_ns >= best[1].makespan_ns:
             break
         best = (again, timed)
+    return best
+
+
+Ladders = tuple[list[int], list[OpLadders]]
+
+
+def weighted_ladders(instance: Instance) -> list[tuple[float, Ladders]]:
+    return [(w, op_classes(instance, w)) for w in LOAD_WEIGHTS]
+
+
+def schedule_best(instance: Instance, order: Sequence[int],
+                  ladder_sets: list[tuple[float, Ladders]]
+                  ) -> tuple[Decisions, Schedule, float] | None:
+    """The refined schedule under every load weight; the best makespan (first on ties)."""
+    best = None
+    for weight, ladders in ladder_sets:
+        got = schedule_refined(instance, order, ladders)
+        if got is not None and (best is None or got[1].makespan_ns < best[1].makespan_ns):
+            best = (*got, weight)
     return best

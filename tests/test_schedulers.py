@@ -94,6 +94,7 @@ def test_ideal_never_exceeds_the_exhaustive_optimum(instance):
         assert solve(instance, method).claims.makespan_ns >= optimum
 
 
+@settings(max_examples=10)
 @given(synthetic_instances(max_ops=30, max_plans=4))
 def test_deterministic(instance):
     for method in ("static", "elk-dyn", "elk-full", "lhs"):
