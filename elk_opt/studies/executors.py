@@ -6,6 +6,7 @@ once (resumable studies) and show progress. `fn` must be a picklable top-level f
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -33,7 +34,9 @@ def run_all(fn: Callable[[Any], Any], items: Iterable[Any], executor: str = "loc
 
 
 def _local(fn: Callable, items: list, workers: int) -> Iterator[tuple[Any, Any]]:
-    with ProcessPoolExecutor(max_workers=min(workers, len(items))) as pool:
+    # spawn, not fork: forking a process whose solver threads hold locks can deadlock
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=context) as pool:
         futures = {pool.submit(fn, item): item for item in items}
         for future in as_completed(futures):
             yield futures[future], future.result()
