@@ -20,6 +20,10 @@ semantics, for any plan (any choice, program and release times):
 The bound is the larger of the two. It ignores SRAM entirely, so it is also the bound the
 paper's Ideal stands for: the roofline max(total compute, total HBM traffic) with the two
 unavoidable pipeline fill and drain terms.
+
+One use of SRAM is sound and kept: R5 at E<i> implies space(exec_i) <= sram_bytes, so "least"
+above ranges over the pairs whose execute plan fits SRAM alone (all pairs if none fits, when
+no valid plan exists anyway). The bound holds for every plan that obeys R5.
 """
 
 from __future__ import annotations
@@ -29,12 +33,18 @@ import numpy as np
 from elk_opt.problem import Instance, Op
 
 
-def _least_run(op: Op) -> int:
-    return min(p.time_ns + t for _q, p, t in op.pairs())
+def _pairs(op: Op, sram: int) -> list:
+    """The op's pairs a plan obeying R5 can choose (all of them if none can)."""
+    pairs = op.pairs()
+    return [pair for pair in pairs if pair[1].space_bytes <= sram] or pairs
 
 
-def _least_load(op: Op) -> int:
-    return min(q.load_ns for q, _p, _t in op.pairs())
+def _least_run(op: Op, sram: int) -> int:
+    return min(p.time_ns + t for _q, p, t in _pairs(op, sram))
+
+
+def _least_load(op: Op, sram: int) -> int:
+    return min(q.load_ns for q, _p, _t in _pairs(op, sram))
 
 
 def _descendant_runs(instance: Instance, runs: np.ndarray) -> np.ndarray:
@@ -53,13 +63,14 @@ def _descendant_runs(instance: Instance, runs: np.ndarray) -> np.ndarray:
 
 
 def ideal_bound(instance: Instance) -> int:
-    """A lower bound on the makespan of every plan of `instance` (see the module docstring)."""
+    """A lower bound on the makespan of every plan of `instance` obeying R5 (module docstring)."""
     ops = instance.ops
     if not ops:
         return 0
-    runs = np.array([_least_run(op) for op in ops], dtype=np.int64)
-    loads = np.array([_least_load(op) for op in ops], dtype=np.int64)
-    loading = np.array([max(q.load_ns for q, _p, _t in op.pairs()) > 0 for op in ops])
+    sram = instance.chip.sram_bytes
+    runs = np.array([_least_run(op, sram) for op in ops], dtype=np.int64)
+    loads = np.array([_least_load(op, sram) for op in ops], dtype=np.int64)
+    loading = np.array([max(q.load_ns for q, _p, _t in _pairs(op, sram)) > 0 for op in ops])
     sources = [i for i, op in enumerate(ops) if not op.inputs]
     exec_chain = int(runs.sum()) + min(int(loads[s]) for s in sources)
     if not loading.any():
