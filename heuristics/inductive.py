@@ -23,6 +23,12 @@ schedule so far instead (its loads keep their start times), while that improves 
 Only that score is approximate; the result is evaluated with the real semantics. The ladders'
 price of load time against execute time is a knob (heuristics.ladders); `schedule_best` tries
 each of LOAD_WEIGHTS and keeps the best, since decode steps may be HBM- or compute-bound.
+
+Departures from the paper, each because our semantics or our measurements asked for it: the
+cost-to-go is the exact max-plus suffix, not the paper's per-op time sum; ties between preload
+counts go to the larger one (a smaller t[i] also caps every earlier op, since t is
+non-decreasing, which a greedy backward pass cannot see); the re-scoring rounds and the load
+weights are additions (on tight synthetic instances the first pass alone lost to Static).
 """
 
 from __future__ import annotations
