@@ -74,12 +74,13 @@ class Reference:
 
 def _allocate(sram: int, execute: Ladder, pend: list[int], q_lad: list[Ladder | None],
               q_idx: list[int]) -> tuple[int, list[int]] | None:
-    """Cost-aware allocation: rung of the execute ladder and new rungs of the pending ops."""
+    """Cost-aware allocation: rung of the execute ladder and new rungs of the pending ops.
+
+    Called when the fastest execute rung and the current pending rungs overflow SRAM.
+    """
     rungs = [q_idx[j] for j in pend]
     ladders = [q_lad[j] for j in pend]
     total = execute.space[0] + sum(lad.space[r] for lad, r in zip(ladders, rungs, strict=True))
-    if total <= sram:
-        return 0, rungs
     least = execute.space[-1] + sum(lad.space[-1] for lad in ladders)
     if least > sram:
         return None
