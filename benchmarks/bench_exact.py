@@ -53,7 +53,7 @@ def row(instance: Instance, label: str, model: str, limit: float, baselines: tup
     ratios = []
     for name in baselines:
         other = checked(solve(instance, name)).claims.makespan_ns
-        ratios.append(f"{other / c.makespan_ns:.3f}")
+        ratios.append(f"{other / c.makespan_ns:.4f}")
     gap = (c.makespan_ns - c.lower_bound_ns) / c.makespan_ns if c.lower_bound_ns else None
     print(f"| {label} | {len(instance.ops)} | {model} | {warm or '-'} | {c.status} | {wall:.1f} | "
           f"{c.makespan_ns:,} | {c.lower_bound_ns:,} | "

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import combinations
 
 from ortools.sat.python import cp_model
 
@@ -155,7 +156,12 @@ def build(instance: Instance, restrict: Restrictions,
             for i in range(restrict.slot_low(b), a):
                 if (b, i) in issued:
                     m.add_implication(issued[b, i], issued[a, i])
-            m.add(load_end[a] <= load_start[b])
+        # Loads that move data keep execution order; an op that may load nothing breaks the
+        # chain's transitivity, so then every pair is ordered.
+        ordered = combinations(loads, 2) if load_on else zip(loads, loads[1:], strict=False)
+        for a, b in ordered:
+            both = [load_on[x] for x in (a, b) if x in load_on]
+            m.add(load_end[a] <= load_start[b]).only_enforce_if(both)
     for a, b in zip(chain, chain[1:], strict=False):
         m.add(load_end[a] <= load_start[b])
     makespan = exec_end[-1]

@@ -209,3 +209,16 @@ def test_polish_with_one_window_is_the_exact_optimum():
     assert _sound(plan) == cpsat.solve(instance, SolveOptions(threads=2)).claims.makespan_ns
     with pytest.raises(UsageError, match="unknown polish parameter"):
         run_method(instance, "polish", SolveOptions(warm_start="basic", params={"fifo": True}))
+
+
+@settings(max_examples=20)
+@given(random_instances(max_ops=5, max_plans=3),
+       st.sampled_from([{"fifo": True}, {"window": 1}, {"max_pending": 1},
+                        {"fifo": True, "window": 2, "max_pending": 2}]))
+def test_models_agree_under_restrictions(instance, params):
+    options = SolveOptions(threads=1, params=params)
+    a, b = cpsat.solve(instance, options), ilp.solve(instance, options)
+    assert a.claims.status == b.claims.status == "optimal"
+    assert _sound(a) == _sound(b) >= enumerate_optimum(instance).makespan_ns
+    assert a.claims.params == {**b.claims.params, "solver": "cp-sat",
+                               "solver_status": "OPTIMAL"}
