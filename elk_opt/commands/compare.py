@@ -85,12 +85,12 @@ def run(args: argparse.Namespace) -> int:
           f"{'preloads':>11} {'peak SRAM B':>12} {'solve s':>8}  verify")
     for r in rows:
         if r["bound"]:
-            print(f"{'ideal':<10} {r['makespan_ns']:>15,} {r['vs_best']:>8.3f} {'100.0%':>9} "
+            print(f"{'ideal':<10} {r['makespan_ns']:>15,} {r['vs_best']:>8.3f} {'100.00%':>9} "
                   f"{'-':>11} {'-':>12} {r['wall_s']:>8.3f}  (lower bound)")
             continue
         counts = f"{r['mean_preload_count']:.2f}/{r['max_preload_count']}"
         print(f"{r['method']:<10} {r['makespan_ns']:>15,} {r['vs_best']:>8.3f} "
-              f"{100 * r['ideal_fraction']:>8.1f}% {counts:>11} {r['peak_sram_bytes']:>12,} "
+              f"{100 * r['ideal_fraction']:>8.2f}% {counts:>11} {r['peak_sram_bytes']:>12,} "
               f"{r['wall_s']:>8.3f}  {'ok' if r['valid'] else 'FAILED'}")
     if args.json:
         save_json(args.json, {"instance": instance.name, "rows": rows})
