@@ -57,7 +57,8 @@ def _as_text(path: str, report: Report) -> str:
     if report.valid:
         return head
     rules = sorted({v.rule for v in report.violations})
-    lines = [head, f"{len(report.violations)} violations of {', '.join(rules)}:"]
+    count = len(report.violations)
+    lines = [head, f"{count} violation{'' if count == 1 else 's'} of {', '.join(rules)}:"]
     lines += [f"  {v.message}" for v in report.violations]
     return "\n".join(lines)
 
