@@ -7,7 +7,8 @@ whole instance's timing and SRAM rows stay in the model, so the effect on everyt
 downstream is exact). Accept a window's solution when its replayed makespan is lower; slide
 the window by `stride`; stop after a pass with no improvement or when time runs out. The
 result is a local optimum of this neighbourhood, not a proven optimum: its status is
-`feasible` unless the Ideal bound meets it.
+`feasible` unless the Ideal bound (or, with `certify`, the LP relaxation bound, which holds
+for the instance's execution order) meets it.
 """
 
 from __future__ import annotations
@@ -31,8 +32,9 @@ from formulations.common import (
     warm_decisions,
 )
 from formulations.cpsat import add_hint, build, hint_index, read_choice, solver_for
+from formulations.ilp import lp_bound
 
-KNOBS = {"width": 24, "stride": 12, "window_time": 10.0}
+KNOBS = {"width": 24, "stride": 12, "window_time": 10.0, "certify": False}
 
 
 @dataclass
@@ -59,9 +61,11 @@ def _knobs(params: dict) -> dict:
         raise UsageError(f"unknown polish parameter(s): {', '.join(sorted(unknown))}; "
                          f"known: {', '.join(KNOBS)}")
     out = {**KNOBS, **params}
-    if not (isinstance(out["width"], int) and isinstance(out["stride"], int)
-            and out["width"] >= 1 and out["stride"] >= 1 and out["window_time"] > 0):
-        raise UsageError(f"polish needs width, stride >= 1 and window_time > 0, got {out}")
+    ok = (isinstance(out["width"], int) and isinstance(out["stride"], int)
+          and isinstance(out["window_time"], int | float) and isinstance(out["certify"], bool))
+    if not ok or out["width"] < 1 or out["stride"] < 1 or out["window_time"] <= 0:
+        raise UsageError("polish needs integers width, stride >= 1, a number window_time > 0 "
+                         f"and a boolean certify; got {out}")
     return out
 
 
@@ -76,6 +80,18 @@ def _window_model(instance: Instance, pairs: list[list[Pair]], inc: Incumbent, f
                    key=lambda j: (inc.load_start[j], j))
     cm = build(instance, Restrictions(window=reach), fixed=fixed, pairs=sub_pairs, chain=chain)
     add_hint(cm, instance, inc.plan)
+    # Nothing the window decides can move what ends before its earliest possible issue slot:
+    # freeze those executes, and the loads issued before it, at the incumbent's times.
+    freeze = first - reach
+    if freeze > 0:
+        choice = [Choice(exec=ps[0].exec, preload=ps[0].preload) if len(ps) == 1 else c
+                  for ps, c in zip(sub_pairs, inc.plan.choice, strict=True)]
+        times = evaluate(instance, choice, inc.plan.program)
+        for i in range(freeze):
+            cm.model.add(cm.exec_end[i] == times.exec_end[i])
+        for j in outside:
+            if inc.slot[j] < freeze and not isinstance(cm.load_start[j], int):
+                cm.model.add(cm.load_start[j] == times.load_start[j])
     return cm
 
 
@@ -128,7 +144,11 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         if not gained or (deadline is not None and time.perf_counter() >= deadline - 0.05):
             break
     makespan = best.makespan_ns
-    lower = claimed_bound(instance, None, makespan)
+    lp = None
+    if knobs["certify"]:
+        print("polish: LP relaxation bound...", file=sys.stderr)
+        lp = lp_bound(instance)
+    lower = claimed_bound(instance, lp, makespan)
     params = {"exec_order": "instance", **knobs, "passes": passes, "windows_solved": windows,
               "windows_improved": improved, "start_makespan_ns": start_makespan,
               "warm_start": options.warm_start}

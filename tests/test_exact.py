@@ -205,10 +205,14 @@ def test_polish_never_worsens_its_start_and_verifies(instance):
 def test_polish_with_one_window_is_the_exact_optimum():
     instance = synthetic_instance(ops=10, plans=3, seed=11, tightness=0.6)
     plan = run_method(instance, "polish", SolveOptions(threads=2, warm_start="basic",
-                                                        params={"width": 10}))
+                                                        params={"width": 10, "certify": True}))
+    assert plan.claims.lower_bound_ns >= ilp.lp_bound(instance)
     assert _sound(plan) == cpsat.solve(instance, SolveOptions(threads=2)).claims.makespan_ns
     with pytest.raises(UsageError, match="unknown polish parameter"):
         run_method(instance, "polish", SolveOptions(warm_start="basic", params={"fifo": True}))
+    with pytest.raises(UsageError, match="polish needs"):
+        run_method(instance, "polish", SolveOptions(warm_start="basic",
+                                                    params={"window_time": "x"}))
 
 
 @settings(max_examples=20)
