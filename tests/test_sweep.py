@@ -33,6 +33,7 @@ def test_more_hbm_bandwidth_never_slows_the_plan():
     analytic = [p.makespan_ns for p in points]
     assert analytic == sorted(analytic, reverse=True)
     assert all(p.simulated_ns >= p.makespan_ns for p in points)
+    assert all(p.verified for p in points)
 
 
 def test_sweep_on_a_dask_cluster_equals_the_local_run():

@@ -24,7 +24,7 @@ from elk_opt.studies.sweep import (
 
 CSV_FIELDS = ("model", "mode", "batch", "kv_len", "layers", "chip", "axis", "value", "method",
               "ops", "makespan_ns", "simulated_ns", "throughput", "normalised", "hbm_util",
-              "noc_util", "tflops", "solve_s")
+              "noc_util", "tflops", "solve_s", "verified")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -94,12 +94,18 @@ def run(args: argparse.Namespace) -> int:
             points.append(point)
             print(f"[{stem} {k}/{len(cells)}] {point.cell.chip} {point.cell.mode} "
                   f"{point.cell.axis}x{point.cell.value:g} {point.cell.method}: "
-                  f"{point.simulated_ns:,} ns simulated", file=sys.stderr)
+                  f"{point.simulated_ns:,} ns simulated"
+                  f"{'' if point.verified else ', PLAN FAILS VERIFY'}", file=sys.stderr)
         order = {c: k for k, c in enumerate(cells)}
         points.sort(key=lambda p: order[p.cell])
         write_csv(points, figure, out / f"{stem}.csv")
         plot(points, figure, out / f"{stem}.png")
         print(f"{stem}: {figure.title}: {len(points)} points -> {out}/{stem}.csv, {stem}.png")
+        failed = [p for p in points if not p.verified]
+        if failed:
+            print(f"{stem}: {len(failed)} plans fail verify (see the verified column)",
+                  file=sys.stderr)
+            return 1
     return 0
 
 

@@ -96,13 +96,16 @@ class SweepPoint:
     noc_util: float
     tflops: float
     solve_s: float
+    verified: bool
 
 
 def run_sweep_cell(cell: SweepCell) -> SweepPoint:
     from elk_opt.chips import load_chip
+    from elk_opt.io import plan_to_dict
     from elk_opt.methods import solve
     from elk_opt.simulator import simulate
     from elk_opt.zoo import model_instance
+    from verify import check
 
     chip = vary(load_chip(cell.chip), cell.axis, cell.value)
     instance = model_instance(cell.model, chip, batch=cell.batch, kv_len=cell.kv_len,
@@ -112,7 +115,7 @@ def run_sweep_cell(cell: SweepCell) -> SweepPoint:
     assert plan.claims is not None
     return SweepPoint(cell, len(instance.ops), plan.claims.makespan_ns, sim.makespan_ns,
                       cell.batch / (sim.makespan_ns * 1e-9), sim.hbm_util, sim.noc_util,
-                      sim.tflops, round(plan.claims.wall_s, 3))
+                      sim.tflops, round(plan.claims.wall_s, 3), check(plan_to_dict(plan)).valid)
 
 
 def sweep_cells(model: str, figure: Figure, methods: Sequence[str], *, batch: int, kv_len: int,
