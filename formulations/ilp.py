@@ -55,6 +55,7 @@ class IlpModel:
     exec_start: list[pulp.LpVariable]
     exec_end: list[pulp.LpVariable]
     pend: dict[tuple[int, int, int], pulp.LpVariable]  # (j, pair index, i)
+    prefix: dict[tuple[int, int], pulp.LpVariable]  # (j, i): P<j> before E<i>
     loads: list[int]
 
 
@@ -152,7 +153,7 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False) -> Il
         if restrict.max_pending is not None and count:
             prob += pulp.lpSum(count) <= restrict.max_pending, f"max_pending_{i}"
     prob += ee[-1]
-    return IlpModel(prob, pairs, pick, at, order, ls, es, ee, pend, loads)
+    return IlpModel(prob, pairs, pick, at, order, ls, es, ee, pend, prefix, loads)
 
 
 def _zero_load(pairs: list[list[Pair]], pick: list[list[pulp.LpVariable]],
@@ -166,10 +167,14 @@ def set_warm_values(im: IlpModel, instance: Instance, plan: Plan | None) -> bool
     warm = warm_decisions(instance, plan)
     if warm is None:
         return False
-    choice, slot, starts = warm
-    schedule = evaluate(instance, choice, plan.program, plan.release_ns)  # type: ignore[union-attr]
+    choice, slot, _ = warm
     picked = [hint_index(instance, j, c, ps) for j, (c, ps) in
               enumerate(zip(choice, im.pairs, strict=True))]
+    # Time the plan with the model's pairs (a kept pair may dominate the plan's own).
+    kept = [Choice(exec=ps[k].exec, preload=ps[k].preload) for ps, k in
+            zip(im.pairs, picked, strict=True)]
+    schedule = evaluate(instance, kept, plan.program, plan.release_ns)  # type: ignore[union-attr]
+    starts = schedule.load_start
     for j, row in enumerate(im.pick):
         for k, v in enumerate(row):
             v.setInitialValue(int(k == picked[j]))
@@ -183,6 +188,8 @@ def set_warm_values(im: IlpModel, instance: Instance, plan: Plan | None) -> bool
     for i in range(len(im.pairs)):
         im.exec_start[i].setInitialValue(schedule.exec_start[i])
         im.exec_end[i].setInitialValue(schedule.exec_end[i])
+    for (j, i), v in im.prefix.items():
+        v.setInitialValue(int(slot[j] <= i))
     for (j, k, i), v in im.pend.items():
         v.setInitialValue(int(k == picked[j] and slot[j] <= i))
     return True

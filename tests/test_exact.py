@@ -125,7 +125,7 @@ def test_time_limit_returns_a_feasible_plan_with_a_bound():
                                                   warm_start="basic", warm_plan=warm))
         assert plan.claims.status in ("optimal", "feasible")
         assert plan.claims.lower_bound_ns is not None
-        assert _sound(plan) <= warm.claims.makespan_ns or model is ilp
+        assert _sound(plan) <= warm.claims.makespan_ns
     plan = run_method(instance, "polish", SolveOptions(time_limit_s=1.0, warm_start="basic",
                                                         warm_plan=warm))
     assert _sound(plan) <= warm.claims.makespan_ns
@@ -226,3 +226,28 @@ def test_models_agree_under_restrictions(instance, params):
     assert _sound(a) == _sound(b) >= enumerate_optimum(instance).makespan_ns
     assert a.claims.params == {**b.claims.params, "solver": "cp-sat",
                                "solver_status": "OPTIMAL"}
+
+
+@settings(max_examples=10)
+@given(synthetic_instances(max_ops=14, max_plans=4))
+def test_warm_starts_are_complete_feasible_solutions_of_both_models(instance):
+    """A heuristic plan's warm start satisfies every row of the ILP and every CP-SAT constraint
+    (so the solvers can take it as their first incumbent), at the plan's own makespan."""
+    from ortools.sat.python import cp_model
+
+    from formulations.common import Restrictions
+    for name in heuristics():
+        plan = run_method(instance, name)
+        if [i for kind, i in plan.program if kind == "E"] != list(range(len(instance.ops))):
+            continue
+        im = ilp.build(instance, Restrictions())
+        assert ilp.set_warm_values(im, instance, plan)
+        assert im.prob.valid(eps=1e-6), name
+        assert im.exec_end[-1].varValue <= plan.claims.makespan_ns
+        cm = cpsat.build(instance, Restrictions())
+        cpsat.add_hint(cm, instance, plan)
+        solver = cp_model.CpSolver()
+        solver.parameters.fix_variables_to_their_hinted_value = True
+        solver.parameters.num_workers = 1
+        assert solver.solve(cm.model) == cp_model.OPTIMAL, name
+        assert solver.objective_value <= plan.claims.makespan_ns
