@@ -3,7 +3,7 @@
 - ideal: the paper's Ideal roofline (elk_opt.bounds), instant, valid for every plan;
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
-  (formulations.window_bound); sees SRAM, which the other two ignore.
+  (formulations.window_bound); sees SRAM sharing, which the other two ignore.
 The LP and window bounds hold for plans that execute in the instance's order (the exact
 models' search space); a plan executing in another topological order is bounded by Ideal only.
 """
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     rows.append({"bound": "ideal", "ns": ideal_bound(instance),
-                 "wall_s": time.perf_counter() - started, "note": "roofline, ignores SRAM"})
+                 "wall_s": time.perf_counter() - started, "note": "roofline, any execution order"})
     if n <= args.lp_max_ops:
         from formulations.ilp import lp_bound
         print(f"LP relaxation of {n} ops...", file=sys.stderr)
