@@ -8,6 +8,7 @@ the best lower bound any method reported; gaps are makespan / reference - 1.
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import time
@@ -19,6 +20,7 @@ from typing import Any
 from elk_opt.errors import UsageError
 from elk_opt.io import plan_to_dict, save_json
 from elk_opt.methods import METHODS, solve
+from elk_opt.problem import Instance
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.executors import run_all
 from elk_opt.studies.suites import InstanceSpec
@@ -52,7 +54,7 @@ def run_cell(task: CellTask) -> Cell:
     """Solve, verify and simulate one cell; failures become a cell with status "error"."""
     from verify import check
 
-    instance = task.spec.build()
+    instance = _build(task.spec)
     family = METHODS[task.method].family
     started = time.perf_counter()
     try:
@@ -68,6 +70,12 @@ def run_cell(task: CellTask) -> Cell:
     return Cell(task.spec.key, len(instance.ops), task.method, family, claims.status,
                 claims.makespan_ns, claims.lower_bound_ns, round(claims.wall_s, 3), verified,
                 sim, sim_contention)
+
+
+@functools.lru_cache(maxsize=4)
+def _build(spec: InstanceSpec) -> Instance:
+    """A worker runs an instance's methods one after another: build it once for them."""
+    return spec.build()
 
 
 def _simulate(plan: Any) -> tuple[int | None, int | None]:
