@@ -135,6 +135,16 @@ def test_every_violation_is_reported_not_just_the_first():
     assert found.count("R4") == 2 and "R1" in found
 
 
+def test_rules_are_checked_independently_and_untimable_programs_say_so():
+    raw = basic_plan_dict()
+    mutate_r4_unknown_plan(raw)
+    mutate_r3_load_after_execute(raw)
+    mutate_r6_makespan(raw)
+    report = check(raw)
+    assert {v.rule for v in report.violations} == {"R3", "R4"}
+    assert report.unchecked == ("R5", "R6") and report.makespan_ns is None
+
+
 def test_r5_message_lists_the_numbers():
     raw = basic_plan_dict()
     mutate_r5_everything_preloaded_first(raw)

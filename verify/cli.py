@@ -41,6 +41,7 @@ def _as_json(path: str, report: Report) -> dict[str, Any]:
     return {"file": path, "valid": report.valid, "ops": report.ops,
             "makespan_ns": report.makespan_ns, "peak_sram_bytes": report.peak_sram_bytes,
             "peak_at": report.peak_at, "sram_bytes": report.sram_bytes,
+            "unchecked": list(report.unchecked),
             "violations": [asdict(v) for v in report.violations]}
 
 
@@ -60,6 +61,8 @@ def _as_text(path: str, report: Report) -> str:
     count = len(report.violations)
     lines = [head, f"{count} violation{'' if count == 1 else 's'} of {', '.join(rules)}:"]
     lines += [f"  {v.message}" for v in report.violations]
+    if report.unchecked:
+        lines.append(f"not checked, the program cannot be timed: {', '.join(report.unchecked)}")
     return "\n".join(lines)
 
 
