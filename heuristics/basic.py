@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 
+from elk_opt.bounds import ideal_bound
 from elk_opt.problem import Choice, Instance, Instr, Op, Plan, PreloadPlan
 from elk_opt.solution import SolveOptions, make_plan
 
@@ -53,4 +54,4 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     first = _best_preload(ops[0], execs[0], None)
     choice = [Choice(exec=e, preload=q) for e, q in zip(execs, [first.id, *preloads], strict=True)]
     return make_plan(instance, choice, program, method="basic", started=started,
-                     params={"preloaded_early": early})
+                     lower_bound_ns=ideal_bound(instance), params={"preloaded_early": early})
