@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
@@ -98,8 +98,9 @@ def run(args: argparse.Namespace) -> int:
                   f"{'' if point.verified else ', PLAN FAILS VERIFY'}", file=sys.stderr)
         order = {c: k for k, c in enumerate(cells)}
         points.sort(key=lambda p: order[p.cell])
-        write_csv(points, figure, out / f"{stem}.csv")
-        plot(points, figure, out / f"{stem}.png")
+        norm = normalised(points)
+        write_csv(points, norm, out / f"{stem}.csv")
+        plot(points, norm, figure, out / f"{stem}.png")
         print(f"{stem}: {figure.title}: {len(points)} points -> {out}/{stem}.csv, {stem}.png")
         failed = [p for p in points if not p.verified]
         if failed:
@@ -109,9 +110,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def write_csv(points: Sequence[SweepPoint], figure: Figure, path: Path) -> None:
-    norm = normalised(points)
-
+def write_csv(points: Sequence[SweepPoint], norm: Mapping[SweepPoint, float],
+              path: Path) -> None:
     def write(f) -> None:
         writer = csv.DictWriter(f, fieldnames=CSV_FIELDS, lineterminator="\n")
         writer.writeheader()
@@ -124,13 +124,13 @@ def write_csv(points: Sequence[SweepPoint], figure: Figure, path: Path) -> None:
     write_atomic(path, write)
 
 
-def plot(points: Sequence[SweepPoint], figure: Figure, path: Path) -> None:
+def plot(points: Sequence[SweepPoint], norm: Mapping[SweepPoint, float], figure: Figure,
+         path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    norm = normalised(points)
     fig, ax = plt.subplots(figsize=(7, 4.2))
     series = dict.fromkeys((p.cell.chip, p.cell.mode, p.cell.method) for p in points)
     for chip, mode, method in series:

@@ -116,11 +116,12 @@ def with_gaps(cells: Sequence[Cell]) -> list[Row]:
     return rows
 
 
-def conflicts(cells: Sequence[Cell]) -> list[str]:
+def conflicts(rows: Sequence[Row]) -> list[str]:
     """Facts that can only be bugs: methods disagreeing on a proven optimum, plans beating it,
     bounds above a plan, plans that fail verification."""
     found = []
-    for row in with_gaps(cells):
+    cells = [row.cell for row in rows]
+    for row in rows:
         c = row.cell
         if c.status != "error" and not c.verified:
             found.append(f"{c.instance} {c.method}: plan fails verify")

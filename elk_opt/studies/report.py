@@ -19,7 +19,7 @@ CSV_FIELDS = ("instance", "ops", "method", "family", "status", "makespan_ns", "l
 def write_report(cells: Sequence[Cell], out: Path) -> list[Row]:
     rows = with_gaps(cells)
     write_atomic(out / "gap.csv", lambda f: _write_csv(rows, f), mode="w")
-    summary = summary_markdown(rows, conflicts(cells))
+    summary = summary_markdown(rows, conflicts(rows))
     write_atomic(out / "summary.md", lambda f: f.write(summary))
     _plots(rows, out)
     return rows
