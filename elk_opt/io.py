@@ -17,7 +17,9 @@ from typing import Any
 
 from elk_opt.errors import InputError
 from elk_opt.problem import (
+    ABSENT_TIMING,
     STATUSES,
+    TIMINGS,
     TOPOLOGIES,
     Chip,
     Choice,
@@ -63,6 +65,9 @@ class _Reader:
         if not _is_int(value) or value < 0:
             raise self.fail(_join(path, key), f"must be a non-negative integer, got {_show(value)}")
         return value
+
+    def optional_nonneg(self, obj: dict[str, Any], key: str, path: str) -> int | None:
+        return self.nonneg(obj, key, path) if key in obj else None
 
     def positive(self, obj: dict[str, Any], key: str, path: str) -> int:
         value = self.field(obj, key, path)
@@ -161,14 +166,16 @@ def _op_from_dict(raw: Any, index: int, r: _Reader, path: str) -> Op:
         exec_plans.append(ExecPlan(id=r.nonneg(plan, "id", where),
                                    time_ns=r.nonneg(plan, "time_ns", where),
                                    space_bytes=r.nonneg(plan, "space_bytes", where),
-                                   noc_bytes=r.nonneg(plan, "noc_bytes", where)))
+                                   noc_bytes=r.nonneg(plan, "noc_bytes", where),
+                                   noc_ns=r.optional_nonneg(plan, "noc_ns", where)))
     preload_plans = []
     for k, raw_plan in enumerate(r.array(obj, "preload_plans", path, nonempty=True)):
         where = f"{path}.preload_plans[{k}]"
         plan = r.obj(raw_plan, where)
         preload_plans.append(PreloadPlan(id=r.nonneg(plan, "id", where),
                                          space_bytes=r.nonneg(plan, "space_bytes", where),
-                                         load_ns=r.nonneg(plan, "load_ns", where)))
+                                         load_ns=r.nonneg(plan, "load_ns", where),
+                                         noc_ns=r.optional_nonneg(plan, "noc_ns", where)))
     exec_ids = _unique_ids(exec_plans, r, f"{path}.exec_plans")
     preload_ids = _unique_ids(preload_plans, r, f"{path}.preload_plans")
     warmups = []
@@ -244,9 +251,12 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
         "ops": [
             {"name": op.name, "kind": op.kind, "layer": op.layer, "inputs": list(op.inputs),
              "hbm_bytes": op.hbm_bytes, "flops": op.flops,
-             "exec_plans": [{"id": p.id, "time_ns": p.time_ns, "space_bytes": p.space_bytes,
-                             "noc_bytes": p.noc_bytes} for p in op.exec_plans],
-             "preload_plans": [{"id": q.id, "space_bytes": q.space_bytes, "load_ns": q.load_ns}
+             "exec_plans": [_with_noc_ns({"id": p.id, "time_ns": p.time_ns,
+                                          "space_bytes": p.space_bytes,
+                                          "noc_bytes": p.noc_bytes}, p.noc_ns)
+                            for p in op.exec_plans],
+             "preload_plans": [_with_noc_ns({"id": q.id, "space_bytes": q.space_bytes,
+                                             "load_ns": q.load_ns}, q.noc_ns)
                                for q in op.preload_plans],
              "warmup": [{"preload": w.preload, "exec": w.exec, "time_ns": w.time_ns}
                         for w in op.warmup],
@@ -255,6 +265,12 @@ def instance_to_dict(instance: Instance) -> dict[str, Any]:
         ],
         **instance.extra,
     }
+
+
+def _with_noc_ns(plan: dict[str, Any], noc_ns: int | None) -> dict[str, Any]:
+    if noc_ns is not None:
+        plan["noc_ns"] = noc_ns
+    return plan
 
 
 # ---------------------------------------------------------------------------- plan
@@ -309,8 +325,11 @@ def plan_from_dict(raw: Any, source: str = "<plan>") -> Plan:
             raise r.fail(f"release_ns.{key}", "must name an instruction P<op> or E<op>")
         release[instr] = r.nonneg(raw_release, key, "release_ns")
     claims = _claims_from_dict(obj["claims"], r) if "claims" in obj else None
+    timing = obj.get("timing", ABSENT_TIMING)
+    if timing not in TIMINGS:
+        raise r.fail("timing", f"must be one of {', '.join(TIMINGS)}, got {_show(timing)}")
     return Plan(instance=instance, choice=tuple(choice), program=tuple(program),
-                release_ns=release, claims=claims)
+                release_ns=release, claims=claims, timing=timing)
 
 
 def _claims_from_dict(raw: Any, r: _Reader) -> Claims:
@@ -333,6 +352,7 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
     out: dict[str, Any] = {
         "format": PLAN_FORMAT,
         "instance": instance_to_dict(plan.instance),
+        "timing": plan.timing,
         "choice": [{"exec": c.exec, "preload": c.preload} for c in plan.choice],
         "program": [instr_name(x) for x in plan.program],
     }

@@ -62,7 +62,8 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None) 
     run = get_method(method)
     warm_start = options.warm_start or METHODS[method].default_warm_start
     if options.warm_plan is None and warm_start is not None:
-        options = replace(options, warm_start=warm_start, warm_plan=solve(instance, warm_start))
+        warm_plan = solve(instance, warm_start, SolveOptions(timing=options.timing))
+        options = replace(options, warm_start=warm_start, warm_plan=warm_plan)
     return run(instance, options)
 
 

@@ -13,8 +13,12 @@ from typing import Any, Literal
 
 Topology = Literal["all_to_all", "mesh"]
 Status = Literal["optimal", "feasible", "heuristic"]
+Timing = Literal["separate-noc", "shared-noc"]
 STATUSES: tuple[str, ...] = ("optimal", "feasible", "heuristic")
 TOPOLOGIES: tuple[str, ...] = ("all_to_all", "mesh")
+TIMINGS: tuple[str, ...] = ("separate-noc", "shared-noc")
+DEFAULT_TIMING: Timing = "shared-noc"  # what new plans use (DESIGN.md section 5b)
+ABSENT_TIMING: Timing = "separate-noc"  # what a plan file without "timing" means
 
 
 @dataclass(frozen=True)
@@ -43,6 +47,7 @@ class ExecPlan:
     time_ns: int
     space_bytes: int  # per core, while executing
     noc_bytes: int  # per core
+    noc_ns: int | None = None  # exclusive port time (section 5b); None: derived from noc_bytes
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class PreloadPlan:
     id: int
     space_bytes: int  # per core, while waiting to execute
     load_ns: int
+    noc_ns: int | None = None  # exclusive port time (section 5b); None: derived from space_bytes
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,7 @@ class Plan:
     program: tuple[Instr, ...]
     release_ns: Mapping[Instr, int] = field(default_factory=dict)
     claims: Claims | None = None
+    timing: Timing = ABSENT_TIMING
 
 
 def program_from_issue(

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elk_opt.evaluate import evaluate
-from elk_opt.problem import Choice, Claims, Instance, Instr, Plan, Status
+from elk_opt.problem import DEFAULT_TIMING, Choice, Claims, Instance, Instr, Plan, Status, Timing
 
 
 @dataclass(frozen=True)
@@ -17,6 +17,7 @@ class SolveOptions:
     gap: float | None = None  # relative optimality gap at which an exact solver may stop
     threads: int | None = None
     seed: int = 0
+    timing: Timing = DEFAULT_TIMING  # the semantics the method optimizes and its plan claims
     warm_start: str | None = None  # name of the method whose plan is `warm_plan`
     warm_plan: Plan | None = None  # a plan to hint an exact solver with (resolved by the caller)
     verbose: bool = False
@@ -30,6 +31,7 @@ def make_plan(
     *,
     method: str,
     started: float,
+    timing: Timing,
     status: Status = "heuristic",
     lower_bound_ns: int | None = None,
     params: Mapping[str, Any] | None = None,
@@ -37,11 +39,12 @@ def make_plan(
 ) -> Plan:
     """Wrap a method's decisions into a plan whose claimed makespan is the analytic one.
 
-    `started` is the `time.perf_counter()` reading when the method began.
+    `started` is the `time.perf_counter()` reading when the method began; `timing` is the
+    semantics the plan is timed (and its claims made) under.
     """
-    schedule = evaluate(instance, choice, program, release_ns)
+    schedule = evaluate(instance, choice, program, release_ns, timing=timing)
     claims = Claims(method=method, status=status, makespan_ns=schedule.makespan_ns,
                     lower_bound_ns=lower_bound_ns, wall_s=time.perf_counter() - started,
                     params=dict(params or {}))
     return Plan(instance=instance, choice=tuple(choice), program=tuple(program),
-                release_ns=dict(release_ns or {}), claims=claims)
+                release_ns=dict(release_ns or {}), claims=claims, timing=timing)

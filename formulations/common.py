@@ -21,7 +21,7 @@ from typing import Any
 from elk_opt.bounds import ideal_bound
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
-from elk_opt.problem import Choice, Instance, Instr, Op, Plan, program_from_issue
+from elk_opt.problem import Choice, Instance, Instr, Op, Plan, Timing, program_from_issue
 from elk_opt.solution import make_plan
 
 
@@ -153,7 +153,8 @@ def warm_decisions(instance: Instance, plan: Plan | None) -> tuple[list[Choice],
             done += 1
         else:
             slot[j] = done
-    schedule = evaluate(instance, plan.choice, plan.program, plan.release_ns)
+    schedule = evaluate(instance, plan.choice, plan.program, plan.release_ns,
+                        timing="separate-noc")  # the models' semantics
     return list(plan.choice), slot, list(schedule.load_start)
 
 
@@ -174,20 +175,20 @@ def integer_bound(value: float, makespan: int) -> int:
 
 
 def fallback(instance: Instance, warm: Plan | None, method: str, started: float,
-             bound: float | None, params: Mapping[str, Any]) -> Plan | None:
+             bound: float | None, params: Mapping[str, Any], timing: Timing) -> Plan | None:
     """The warm-start plan, claimed with the solver's bound, when the solver found nothing.
 
     Only if it fits SRAM; its params say the plan is the warm start's, not the solver's.
     """
     if warm is None or warm_decisions(instance, warm) is None:
         return None
-    schedule = evaluate(instance, warm.choice, warm.program, warm.release_ns)
+    schedule = evaluate(instance, warm.choice, warm.program, warm.release_ns, timing=timing)
     if schedule.peak_sram_bytes > instance.chip.sram_bytes:
         return None
     makespan = schedule.makespan_ns
     lower = claimed_bound(instance, bound, makespan)
     return make_plan(instance, warm.choice, warm.program, method=method, started=started,
-                     status="optimal" if lower == makespan else "feasible",
+                     timing=timing, status="optimal" if lower == makespan else "feasible",
                      lower_bound_ns=lower, release_ns=warm.release_ns,
                      params={**params, "solution": "warm start (the solver found none)"})
 

@@ -173,7 +173,8 @@ def set_warm_values(im: IlpModel, instance: Instance, plan: Plan | None) -> bool
     # Time the plan with the model's pairs (a kept pair may dominate the plan's own).
     kept = [Choice(exec=ps[k].exec, preload=ps[k].preload) for ps, k in
             zip(im.pairs, picked, strict=True)]
-    schedule = evaluate(instance, kept, plan.program, plan.release_ns)  # type: ignore[union-attr]
+    schedule = evaluate(instance, kept, plan.program, plan.release_ns,  # type: ignore[union-attr]
+                        timing="separate-noc")  # the model's semantics
     starts = schedule.load_start
     for j, row in enumerate(im.pick):
         for k, v in enumerate(row):
@@ -289,20 +290,23 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if not out.has_solution:
         if out.status.lower() == "infeasible":
             raise UsageError(f"instance {instance.name!r} is infeasible")
-        plan = fallback(instance, options.warm_plan, "ilp", started, out.bound, claims)
+        plan = fallback(instance, options.warm_plan, "ilp", started, out.bound, claims,
+                        options.timing)
         if plan is not None:
             return plan
         raise UsageError(f"ilp found no plan within {options.time_limit_s} s "
                          "(try a longer --time-limit or --warm-start)")
     choice, starts, lens, ends = read_solution(im)
     program = decode_program(starts, lens, ends)
-    plan = make_plan(instance, choice, program, method="ilp", started=started, params=claims)
+    claims["model_timing"] = "separate-noc"
+    plan = make_plan(instance, choice, program, method="ilp", started=started,
+                     timing=options.timing, params=claims)
     assert plan.claims is not None
     makespan = plan.claims.makespan_ns
     bound = out.bound if out.bound is not None else (out.objective if out.proven else None)
     lower = claimed_bound(instance, bound, makespan)
     return make_plan(instance, choice, program, method="ilp", started=started,
-                     status="optimal" if lower == makespan else "feasible",
+                     timing=options.timing, status="optimal" if lower == makespan else "feasible",
                      lower_bound_ns=lower, params=claims)
 
 

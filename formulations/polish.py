@@ -86,7 +86,7 @@ def _window_model(instance: Instance, pairs: list[list[Pair]], inc: Incumbent, f
     if freeze > 0:
         choice = [Choice(exec=ps[0].exec, preload=ps[0].preload) if len(ps) == 1 else c
                   for ps, c in zip(sub_pairs, inc.plan.choice, strict=True)]
-        times = evaluate(instance, choice, inc.plan.program)
+        times = evaluate(instance, choice, inc.plan.program, timing="separate-noc")  # the model's
         for i in range(freeze):
             cm.model.add(cm.exec_end[i] == times.exec_end[i])
         for j in outside:
@@ -103,7 +103,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     pairs = feasible_pairs(instance)
     n = len(pairs)
     inc = _incumbent(instance, pairs, options.warm_plan)
-    best = evaluate(instance, inc.plan.choice, inc.plan.program, inc.plan.release_ns)
+    best = evaluate(instance, inc.plan.choice, inc.plan.program, inc.plan.release_ns,
+                    timing=options.timing)
     if best.peak_sram_bytes > instance.chip.sram_bytes:
         raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
     width, stride = min(knobs["width"], n), knobs["stride"]
@@ -132,7 +133,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 continue
             choice, starts, lens, ends = read_choice(cm, solver)
             program = decode_program(starts, lens, ends)
-            schedule = evaluate(instance, choice, program)
+            schedule = evaluate(instance, choice, program, timing=options.timing)
             if schedule.makespan_ns >= best.makespan_ns:
                 continue
             inc = _accept(instance, pairs, choice, program)
@@ -151,10 +152,11 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     lower = claimed_bound(instance, lp, makespan)
     params = {"exec_order": "instance", **knobs, "passes": passes, "windows_solved": windows,
               "windows_improved": improved, "start_makespan_ns": start_makespan,
-              "warm_start": options.warm_start}
+              "warm_start": options.warm_start, "model_timing": "separate-noc"}
     return make_plan(instance, inc.plan.choice, inc.plan.program, method="polish",
-                     started=started, status="optimal" if lower == makespan else "feasible",
-                     lower_bound_ns=lower, params=params)
+                     started=started, timing=options.timing,
+                     status="optimal" if lower == makespan else "feasible",
+                     lower_bound_ns=lower, params=params, release_ns=inc.plan.release_ns)
 
 
 def _accept(instance: Instance, pairs: list[list[Pair]], choice: list[Choice],

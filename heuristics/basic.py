@@ -54,4 +54,5 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     first = _best_preload(ops[0], execs[0], None)
     choice = [Choice(exec=e, preload=q) for e, q in zip(execs, [first.id, *preloads], strict=True)]
     return make_plan(instance, choice, program, method="basic", started=started,
+                     timing=options.timing,
                      lower_bound_ns=ideal_bound(instance), params={"preloaded_early": early})

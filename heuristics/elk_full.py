@@ -63,7 +63,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     knobs = _knobs(options)
     n = len(instance.ops)
     sets = weighted_ladders(instance)
-    found = schedule_best(instance, tuple(range(n)), sets)
+    found = schedule_best(instance, tuple(range(n)), sets, options.timing)
     assert found is not None  # the identity order never forces a pending preload
     best: tuple[Decisions, Schedule, float] = found
     best_layer: tuple[int, ...] | None = None
@@ -82,19 +82,20 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             if options.time_limit_s is not None and \
                     time.perf_counter() - started > options.time_limit_s:
                 break
-            got = schedule_best(sub, full_order(len(sub.ops), sub_template, layer), sub_sets)
+            got = schedule_best(sub, full_order(len(sub.ops), sub_template, layer), sub_sets,
+                                options.timing)
             screened += 1
             if got is not None:
                 scored.append((got[1].makespan_ns, k, layer))
         for _m, _k, layer in sorted(scored)[:knobs["finalists"]]:
-            got = schedule_best(instance, full_order(n, template, layer), sets)
+            got = schedule_best(instance, full_order(n, template, layer), sets, options.timing)
             tried += 1
             if got is not None and got[1].makespan_ns < best[1].makespan_ns:
                 best, best_layer = got, layer
     decisions, _timed, weight = best
     counts = decisions.preload_counts
     return make_plan(instance, decisions.choice, decisions.program, method="elk-full",
-                     started=started, lower_bound_ns=ideal_bound(instance),
+                     started=started, timing=options.timing, lower_bound_ns=ideal_bound(instance),
                      params={**knobs, "orders_screened": screened, "orders_scheduled": tried + 1,
                              "layer_preload_order": list(best_layer or ()) or "identity",
                              "load_weight": weight,

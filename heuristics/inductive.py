@@ -39,7 +39,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from elk_opt.evaluate import Schedule, evaluate
-from elk_opt.problem import Choice, Instance, Instr, program_from_issue
+from elk_opt.problem import Choice, Instance, Instr, Timing, program_from_issue
 from heuristics.ladders import Ladder, OpLadders, op_classes
 
 NEG = -(1 << 62)
@@ -242,18 +242,18 @@ def schedule(instance: Instance, order: Sequence[int],
 
 
 def schedule_refined(instance: Instance, order: Sequence[int],
-                     ladders: tuple[list[int], list[OpLadders]], rounds: int = ROUNDS
-                     ) -> tuple[Decisions, Schedule] | None:
+                     ladders: tuple[list[int], list[OpLadders]], timing: Timing,
+                     rounds: int = ROUNDS) -> tuple[Decisions, Schedule] | None:
     """Schedule, then reschedule against the best timing so far while the makespan improves."""
     first = schedule(instance, order, ladders)
     if first is None:
         return None
-    best = (first, evaluate(instance, first.choice, first.program))
+    best = (first, evaluate(instance, first.choice, first.program, timing=timing))
     for _ in range(rounds):
         again = schedule(instance, order, ladders, Reference.of(*best))
         if again is None:
             break
-        timed = evaluate(instance, again.choice, again.program)
+        timed = evaluate(instance, again.choice, again.program, timing=timing)
         if timed.makespan_ns >= best[1].makespan_ns:
             break
         best = (again, timed)
@@ -268,12 +268,12 @@ def weighted_ladders(instance: Instance) -> list[tuple[float, Ladders]]:
 
 
 def schedule_best(instance: Instance, order: Sequence[int],
-                  ladder_sets: list[tuple[float, Ladders]]
+                  ladder_sets: list[tuple[float, Ladders]], timing: Timing
                   ) -> tuple[Decisions, Schedule, float] | None:
     """The refined schedule under every load weight; the best makespan (first on ties)."""
     best = None
     for weight, ladders in ladder_sets:
-        got = schedule_refined(instance, order, ladders)
+        got = schedule_refined(instance, order, ladders, timing)
         if got is not None and (best is None or got[1].makespan_ns < best[1].makespan_ns):
             best = (*got, weight)
     return best

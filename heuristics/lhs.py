@@ -60,5 +60,6 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     n = len(instance.ops)
     program: tuple[Instr, ...] = program_from_issue(range(n), issued_before, range(n))
     return make_plan(instance, choice, program, method="lhs", started=started,
+                     timing=options.timing,
                      lower_bound_ns=ideal_bound(instance),
                      params={"memory_limit_bytes": limit, "reruns": reruns})

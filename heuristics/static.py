@@ -71,11 +71,12 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     best = None
     for x in budgets:
         choice, program = plan_for_budget(instance, x, ladders)
-        makespan = evaluate(instance, choice, program).makespan_ns
+        makespan = evaluate(instance, choice, program, timing=options.timing).makespan_ns
         if best is None or makespan < best[0]:
             best = (makespan, x, choice, program)
     assert best is not None
     _m, x, choice, program = best
     return make_plan(instance, choice, program, method="static", started=started,
+                     timing=options.timing,
                      lower_bound_ns=ideal_bound(instance),
                      params={"exec_budget_bytes": x, "budgets_tried": len(budgets)})

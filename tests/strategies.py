@@ -17,10 +17,12 @@ def synthetic_instances(draw, max_ops: int = 40, max_plans: int = 5) -> Instance
 
 
 @st.composite
-def random_instances(draw, max_ops: int = 6, max_plans: int = 3) -> Instance:
+def random_instances(draw, max_ops: int = 6, max_plans: int = 3, noc: bool = False) -> Instance:
     """Small unstructured instances: random DAG, random plans, random compatibility.
 
-    SRAM always fits every op alone (some pair), so every instance is feasible.
+    SRAM always fits every op alone (some pair), so every instance is feasible. With `noc`,
+    plans use the NoC port (section 5b): some through `noc_ns`, some through bytes at a port of
+    1e9 B/s (1 byte = 1 ns of port time).
     """
     n = draw(st.integers(1, max_ops))
     ops = []
@@ -29,11 +31,14 @@ def random_instances(draw, max_ops: int = 6, max_plans: int = 3) -> Instance:
         n_exec = draw(st.integers(1, max_plans))
         n_pre = draw(st.integers(1, max_plans))
         execs = [ExecPlan(id=k, time_ns=draw(st.integers(1, 100)),
-                          space_bytes=draw(st.integers(1, 60)), noc_bytes=0)
+                          space_bytes=draw(st.integers(1, 60)),
+                          noc_bytes=draw(st.integers(0, 120)) if noc else 0,
+                          noc_ns=draw(st.none() | st.integers(0, 120)) if noc else None)
                  for k in range(n_exec)]
         zero_load = draw(st.booleans())
         preloads = [PreloadPlan(id=k, space_bytes=0 if zero_load else draw(st.integers(0, 60)),
-                                load_ns=0 if zero_load else draw(st.integers(0, 100)))
+                                load_ns=0 if zero_load else draw(st.integers(0, 100)),
+                                noc_ns=draw(st.none() | st.integers(0, 120)) if noc else None)
                     for k in range(n_pre)]
         pairs = draw(st.sets(st.tuples(st.integers(0, n_pre - 1), st.integers(0, n_exec - 1)),
                              min_size=1, max_size=n_pre * n_exec))
@@ -44,8 +49,9 @@ def random_instances(draw, max_ops: int = 6, max_plans: int = 3) -> Instance:
                       preload_plans=tuple(preloads), warmup=tuple(warmup)))
     need = max(min(op.exec_by_id[w.exec].space_bytes for w in op.warmup) for op in ops)
     sram = need + draw(st.integers(0, 120))
+    link = 1_000_000_000 if noc else 1
     chip = Chip(name="random", cores=1, sram_bytes=sram, hbm_bytes_per_s=1, clock_hz=1,
-                noc=Noc(topology="all_to_all", link_bytes_per_s=1))
+                noc=Noc(topology="all_to_all", link_bytes_per_s=link))
     return Instance(name="random", chip=chip, ops=tuple(ops))
 
 

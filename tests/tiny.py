@@ -29,3 +29,22 @@ def only_choice(instance: Instance) -> list[Choice]:
 def parse(text: str) -> list[tuple[str, int]]:
     """"P0 P1 E0" -> [("P", 0), ("P", 1), ("E", 0)]."""
     return [(t[0], int(t[1:])) for t in text.split()]
+
+
+def port_instance(specs: list[tuple[int, int, int, int]]) -> Instance:
+    """One pair per op with NoC port times: specs are (load ns, load noc ns, exec ns, exec noc ns).
+
+    Spaces are 0 and warm-ups 0, so only the timing differs between sections 5 and 5b.
+    """
+    ops = []
+    for i, (load, load_noc, run, run_noc) in enumerate(specs):
+        ops.append(Op(name=f"op{i}", kind="test", layer=None, inputs=(i - 1,) if i else (),
+                      hbm_bytes=0, flops=0,
+                      exec_plans=(ExecPlan(id=0, time_ns=run, space_bytes=0, noc_bytes=0,
+                                           noc_ns=run_noc),),
+                      preload_plans=(PreloadPlan(id=0, space_bytes=0, load_ns=load,
+                                                 noc_ns=load_noc),),
+                      warmup=(Warmup(preload=0, exec=0, time_ns=0),)))
+    chip = Chip(name="port", cores=1, sram_bytes=1, hbm_bytes_per_s=1, clock_hz=1,
+                noc=Noc(topology="all_to_all", link_bytes_per_s=1_000_000_000))
+    return Instance(name="port", chip=chip, ops=tuple(ops))

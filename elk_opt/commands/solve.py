@@ -10,6 +10,7 @@ from typing import Any
 from elk_opt.errors import UsageError
 from elk_opt.io import load_instance, save_plan
 from elk_opt.methods import METHODS, solve
+from elk_opt.problem import DEFAULT_TIMING, TIMINGS
 from elk_opt.solution import SolveOptions
 
 
@@ -25,6 +26,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--gap", type=float, default=None, help="relative gap to stop exact solvers")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--timing", choices=TIMINGS, default=DEFAULT_TIMING,
+                   help="the semantics to optimize and claim: shared-noc (DESIGN.md 5b, the "
+                        "default) or separate-noc (section 5)")
     p.add_argument("--warm-start", default=None, metavar="METHOD",
                    help="hint an exact solver with this method's plan")
     p.add_argument("--verbose", action="store_true", help="show solver logs")
@@ -52,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     if args.time_limit is not None and args.time_limit <= 0:
         raise UsageError(f"--time-limit must be positive, got {args.time_limit}")
     options = SolveOptions(time_limit_s=args.time_limit, gap=args.gap, threads=args.threads,
-                           seed=args.seed, warm_start=args.warm_start,
+                           seed=args.seed, timing=args.timing, warm_start=args.warm_start,
                            verbose=args.verbose, params=parse_params(args.param))
     print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
           file=sys.stderr)
