@@ -1,7 +1,8 @@
 """The independent checker of DESIGN.md section 4.
 
-It reads the plan's raw JSON itself and recomputes the section-5 timing in its own code, so a
-bug in the project's loader or evaluator cannot hide behind itself. It collects every broken
+It reads the plan's raw JSON itself and recomputes the timing of the plan's `timing` (section 5
+or 5b) in its own code (`verify.timing`), so a bug in the project's loader or evaluator cannot
+hide behind itself. It collects every broken
 rule rather than stopping at the first. Structural problems that leave nothing to check (bad
 JSON, missing keys, wrong types, negative sizes, unknown plan ids in `warmup`, inputs that
 point forward) raise `Malformed`.
@@ -11,11 +12,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
+
+from verify.timing import Step, port_demand, port_work_ns, separate_makespan, shared_makespan
 
 PLAN_FORMAT = "elk-plan/1"
 INSTANCE_FORMAT = "elk-instance/1"
 _INSTR = re.compile(r"^([PE])(0|[1-9][0-9]*)$")
+TIMINGS = ("separate-noc", "shared-noc")
+ABSENT_TIMING = "separate-noc"  # a plan written before section 5b
 
 
 class Malformed(Exception):
@@ -40,6 +45,7 @@ class Report:
     peak_at: str | None
     sram_bytes: int
     claims: dict[str, Any] | None
+    timing: str  # the semantics R6 checked the claims under
     unchecked: tuple[str, ...] = ()  # rules that need a timable program (R1, R3, R4 hold)
 
     @property
@@ -71,12 +77,29 @@ def _list(obj: Any, key: str, where: str) -> list:
     return value
 
 
+class _Exec(NamedTuple):
+    time_ns: int
+    space_bytes: int
+    noc_bytes: int
+    noc_ns: int | None
+
+
+class _Preload(NamedTuple):
+    load_ns: int
+    space_bytes: int
+    noc_ns: int | None
+
+
+def _optional_int(plan: dict, key: str, where: str) -> int | None:
+    return _int(plan[key], f"{where}.{key}") if key in plan else None
+
+
 @dataclass(frozen=True)
 class _Op:
     name: str
     inputs: list[int]
-    execs: dict[int, tuple[int, int]]  # id -> (time_ns, space_bytes)
-    preloads: dict[int, tuple[int, int]]  # id -> (load_ns, space_bytes)
+    execs: dict[int, _Exec]
+    preloads: dict[int, _Preload]
     warmup: dict[tuple[int, int], int]  # (preload, exec) -> ns
 
 
@@ -100,23 +123,25 @@ def _read_op(raw: Any, index: int) -> _Op:
             raise Malformed(f"{where}.inputs[{k}]: input {producer} does not come before op "
                             f"{index}")
         inputs.append(producer)
-    execs: dict[int, tuple[int, int]] = {}
+    execs: dict[int, _Exec] = {}
     for k, plan in enumerate(_list(raw, "exec_plans", where)):
         w = f"{where}.exec_plans[{k}]"
         pid = _int(_get(plan, "id", w), f"{w}.id")
         if pid in execs:
             raise Malformed(f"{w}.id: duplicate exec plan id {pid}")
-        _int(_get(plan, "noc_bytes", w), f"{w}.noc_bytes")
-        execs[pid] = (_int(_get(plan, "time_ns", w), f"{w}.time_ns"),
-                      _int(_get(plan, "space_bytes", w), f"{w}.space_bytes"))
-    preloads: dict[int, tuple[int, int]] = {}
+        execs[pid] = _Exec(_int(_get(plan, "time_ns", w), f"{w}.time_ns"),
+                           _int(_get(plan, "space_bytes", w), f"{w}.space_bytes"),
+                           _int(_get(plan, "noc_bytes", w), f"{w}.noc_bytes"),
+                           _optional_int(plan, "noc_ns", w))
+    preloads: dict[int, _Preload] = {}
     for k, plan in enumerate(_list(raw, "preload_plans", where)):
         w = f"{where}.preload_plans[{k}]"
         pid = _int(_get(plan, "id", w), f"{w}.id")
         if pid in preloads:
             raise Malformed(f"{w}.id: duplicate preload plan id {pid}")
-        preloads[pid] = (_int(_get(plan, "load_ns", w), f"{w}.load_ns"),
-                         _int(_get(plan, "space_bytes", w), f"{w}.space_bytes"))
+        preloads[pid] = _Preload(_int(_get(plan, "load_ns", w), f"{w}.load_ns"),
+                                 _int(_get(plan, "space_bytes", w), f"{w}.space_bytes"),
+                                 _optional_int(plan, "noc_ns", w))
     if not execs or not preloads:
         raise Malformed(f"{where}: needs at least one exec plan and one preload plan")
     warmup: dict[tuple[int, int], int] = {}
@@ -134,7 +159,12 @@ def _read_op(raw: Any, index: int) -> _Op:
     return _Op(name=name, inputs=inputs, execs=execs, preloads=preloads, warmup=warmup)
 
 
-def _read_sram(instance: Any) -> int:
+class _Chip(NamedTuple):
+    sram_bytes: int
+    link_bytes_per_s: int
+
+
+def _read_chip(instance: Any) -> _Chip:
     chip = _get(instance, "chip", "instance")
     for key in ("cores", "hbm_bytes_per_s", "clock_hz"):
         _int(_get(chip, key, "instance.chip"), f"instance.chip.{key}", minimum=1)
@@ -142,9 +172,17 @@ def _read_sram(instance: Any) -> int:
     if _get(noc, "topology", "instance.chip.noc") not in ("all_to_all", "mesh"):
         raise Malformed(f"instance.chip.noc.topology: must be all_to_all or mesh, got "
                         f"{noc['topology']!r}")
-    _int(_get(noc, "link_bytes_per_s", "instance.chip.noc"),
-         "instance.chip.noc.link_bytes_per_s", minimum=1)
-    return _int(_get(chip, "sram_bytes", "instance.chip"), "instance.chip.sram_bytes", 1)
+    link = _int(_get(noc, "link_bytes_per_s", "instance.chip.noc"),
+                "instance.chip.noc.link_bytes_per_s", minimum=1)
+    return _Chip(_int(_get(chip, "sram_bytes", "instance.chip"), "instance.chip.sram_bytes", 1),
+                 link)
+
+
+def _read_timing(raw: dict) -> str:
+    timing = raw.get("timing", ABSENT_TIMING)
+    if timing not in TIMINGS:
+        raise Malformed(f"timing: must be one of {', '.join(TIMINGS)}, got {timing!r}")
+    return timing
 
 
 # ----------------------------------------------------------------------- rules
@@ -159,7 +197,9 @@ def check(raw: Any) -> Report:
     if _get(instance, "format", "instance") != INSTANCE_FORMAT:
         raise Malformed(f"instance.format: must be {INSTANCE_FORMAT!r}, "
                         f"got {instance['format']!r}")
-    sram = _read_sram(instance)
+    timing = _read_timing(raw)
+    chip = _read_chip(instance)
+    sram = chip.sram_bytes
     ops = [_read_op(o, i) for i, o in enumerate(_list(instance, "ops", "instance"))]
     n = len(ops)
     choice = _list(raw, "choice", "")
@@ -193,13 +233,13 @@ def check(raw: Any) -> Report:
     makespan = peak = None
     peak_at = None
     if timable:
-        makespan, peak, peak_at = _time_and_memory(ops, chosen, program, release, sram,
-                                                   violations)
+        peak, peak_at = _check_memory(ops, chosen, program, sram, violations)
+        makespan = _makespan(ops, chosen, program, release, chip, timing)
     if claims is not None:
-        _check_claims(claims, makespan, violations)
+        _check_claims(claims, makespan, timing, violations)
     return Report(ops=n, violations=tuple(violations), makespan_ns=makespan,
                   peak_sram_bytes=peak, peak_at=peak_at, sram_bytes=sram, claims=claims,
-                  unchecked=() if timable else ("R5", "R6"))
+                  timing=timing, unchecked=() if timable else ("R5", "R6"))
 
 
 def _check_program(program: list, n: int, out: list[Violation]) -> dict[str, int]:
@@ -262,30 +302,24 @@ def _check_preload_first(n: int, positions: dict[str, int], out: list[Violation]
                                  numbers={"preload_position": load, "exec_position": run}))
 
 
-def _time_and_memory(ops: list[_Op], chosen: list[tuple[int, int]], program: list,
-                     release: dict[str, int], sram: int,
-                     out: list[Violation]) -> tuple[int, int, str | None]:
-    """Section-5 timing and R5, both in one walk over a program already known to be sound."""
-    loaded_at: dict[int, int] = {}
+def _check_memory(ops: list[_Op], chosen: list[tuple[int, int]], program: list, sram: int,
+                  out: list[Violation]) -> tuple[int, str | None]:
+    """R5 at every E<i> of a program already known to be sound; returns the peak and where."""
     pending: dict[int, int] = {}  # op -> preload space, in issue order
-    exec_free = hbm_free = pending_bytes = 0
+    pending_bytes = 0
     peak, peak_at = -1, None
     for text in program:
-        kind, j = text[0], int(text[1:])
+        j = int(text[1:])
         q, p = chosen[j]
-        load_ns, load_space = ops[j].preloads[q]
-        if kind == "P":
-            ready = max(exec_free, release.get(text, 0))
-            if load_ns > 0:
-                ready = max(ready, hbm_free)
-                hbm_free = ready + load_ns
-            loaded_at[j] = ready + load_ns
+        load_space = ops[j].preloads[q].space_bytes
+        if text[0] == "P":
             pending[j] = load_space
             pending_bytes += load_space
             continue
         pending_bytes -= pending.pop(j)
-        run_ns, run_space = ops[j].execs[p]
-        total = run_space + pending_bytes
+        run_space = ops[j].execs[p].space_bytes
+        own = max(run_space, load_space)  # op j holds the larger layout while it warms up
+        total = own + pending_bytes
         if total > peak:
             peak, peak_at = total, text
         if total > sram:
@@ -294,16 +328,35 @@ def _time_and_memory(ops: list[_Op], chosen: list[tuple[int, int]], program: lis
                 parts += f" + {len(pending) - 8} more"
             listed = f" + pending {parts}" if pending else ""
             out.append(Violation(
-                "R5", f"R5 memory at {text}: exec {run_space:,} B{listed} = {total:,} B > "
-                      f"sram {sram:,} B", op=j, instruction=text,
-                numbers={"exec_bytes": run_space, "pending": dict(pending), "total": total,
-                         "sram_bytes": sram}))
-        start = max(exec_free, loaded_at[j], release.get(text, 0))
-        exec_free = start + run_ns + ops[j].warmup[(q, p)]
-    return exec_free, peak, peak_at
+                "R5", f"R5 memory at {text}: max(exec {run_space:,} B, preload {load_space:,} B)"
+                      f"{listed} = {total:,} B > sram {sram:,} B", op=j, instruction=text,
+                numbers={"exec_bytes": run_space, "preload_bytes": load_space,
+                         "pending": dict(pending), "total": total, "sram_bytes": sram}))
+    return peak, peak_at
 
 
-def _check_claims(claims: dict[str, Any], makespan: int | None, out: list[Violation]) -> None:
+def _makespan(ops: list[_Op], chosen: list[tuple[int, int]], program: list,
+              release: dict[str, int], chip: _Chip, timing: str) -> int:
+    """The analytic makespan of a sound program under `timing`."""
+    steps = []
+    for op, (q, p) in zip(ops, chosen, strict=True):
+        load, run, warm = op.preloads[q], op.execs[p], op.warmup[(q, p)]
+        run_ns = run.time_ns + warm
+        if timing == "shared-noc":
+            load_work = port_work_ns(load.noc_ns, load.space_bytes, chip.link_bytes_per_s)
+            run_work = port_work_ns(run.noc_ns, run.noc_bytes, chip.link_bytes_per_s) + warm
+            steps.append(Step(load.load_ns, port_demand(load.load_ns, load_work),
+                              run_ns, port_demand(run_ns, run_work)))
+        else:
+            steps.append(Step(load.load_ns, 0, run_ns, 0))
+    instructions = [(text[0], int(text[1:])) for text in program]
+    released = {(key[0], int(key[1:])): value for key, value in release.items()}
+    walk = shared_makespan if timing == "shared-noc" else separate_makespan
+    return walk(steps, instructions, released)
+
+
+def _check_claims(claims: dict[str, Any], makespan: int | None, timing: str,
+                  out: list[Violation]) -> None:
     status = claims.get("status")
     claimed = claims.get("makespan_ns")
     bound = claims.get("lower_bound_ns")
@@ -322,12 +375,12 @@ def _check_claims(claims: dict[str, Any], makespan: int | None, out: list[Violat
         out.append(Violation("R6", "R6 claims: makespan_ns missing"))
     elif claimed != makespan:
         out.append(Violation("R6", f"R6 claims: makespan_ns {claimed:,} != analytic makespan "
-                                   f"{makespan:,}", numbers={"claimed": claimed,
-                                                             "analytic": makespan}))
+                                   f"{makespan:,} ({timing} timing)",
+                             numbers={"claimed": claimed, "analytic": makespan}))
     if bound is not None and bound > makespan:
         out.append(Violation("R6", f"R6 claims: lower_bound_ns {bound:,} > analytic makespan "
-                                   f"{makespan:,}", numbers={"bound": bound,
-                                                             "analytic": makespan}))
+                                   f"{makespan:,} ({timing} timing)",
+                             numbers={"bound": bound, "analytic": makespan}))
     if status == "optimal" and bound != makespan:
         out.append(Violation("R6", f"R6 claims: status optimal but lower_bound_ns {bound} != "
                                    f"makespan {makespan:,}", numbers={"bound": bound,

@@ -38,7 +38,7 @@ def verify_file(path: str) -> tuple[int, dict[str, Any], str]:
 
 
 def _as_json(path: str, report: Report) -> dict[str, Any]:
-    return {"file": path, "valid": report.valid, "ops": report.ops,
+    return {"file": path, "valid": report.valid, "ops": report.ops, "timing": report.timing,
             "makespan_ns": report.makespan_ns, "peak_sram_bytes": report.peak_sram_bytes,
             "peak_at": report.peak_at, "sram_bytes": report.sram_bytes,
             "unchecked": list(report.unchecked),
@@ -46,7 +46,7 @@ def _as_json(path: str, report: Report) -> dict[str, Any]:
 
 
 def _as_text(path: str, report: Report) -> str:
-    facts = [f"{report.ops} ops"]
+    facts = [f"{report.ops} ops", f"{report.timing} timing"]
     if report.makespan_ns is not None:
         facts.append(f"makespan {report.makespan_ns:,} ns")
     if report.peak_sram_bytes is not None:
