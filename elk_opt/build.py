@@ -3,7 +3,8 @@
 Each distinct `Work` (kind, shape, HBM operand, dtype) is searched once, so identical decoder
 layers share identical plans. Every op records its HBM data kind ("hbm_data": "weights" | "kv")
 and its iteration space ("work") so `elk-opt plans` can redraw its front; the instance records
-the source, the workload and the cost model.
+the source, the workload and the cost model, with the NoC occupancy reading it was built with
+(`noc_occupancy`: the chip's own unless the caller overrides it; docs/models.md).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import onnx
 
+from elk_opt.chips import NocOccupancy, resolve_noc_occupancy
 from elk_opt.cost import DEFAULT_COST_MODEL, CostModel, get_cost_model
 from elk_opt.errors import UsageError
 from elk_opt.onnx_import import Bindings, GraphOp, Work, import_graph
@@ -37,7 +39,10 @@ def work_from_dict(raw: dict[str, Any]) -> Work:
 def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source: str,
                         batch: int, kv_len: int, mode: str, cost_model: str = DEFAULT_COST_MODEL,
                         options: SearchOptions = DEFAULT_SEARCH,
-                        meta: dict[str, Any] | None = None, progress: bool = False) -> Instance:
+                        meta: dict[str, Any] | None = None, progress: bool = False,
+                        noc_occupancy: str | None = None) -> Instance:
+    """`noc_occupancy`: "bytes" or "bsp"; None takes the chip's default."""
+    occupancy = resolve_noc_occupancy(chip, noc_occupancy)
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if batch < 1 or kv_len < 1:
@@ -53,7 +58,7 @@ def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source
     for k, gop in enumerate(graph_ops):
         plans = cache.get(gop.work)
         if plans is None:
-            plans = _search(gop, chip, cost, options, source)
+            plans = _search(gop, chip, cost, options, occupancy, source)
             cache[gop.work] = plans
         if progress and k % 200 == 0:
             print(f"  op {k}/{len(graph_ops)}: {len(cache)} distinct ops searched",
@@ -61,7 +66,8 @@ def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source
         ops.append(_op(gop, plans))
     extra = {"source": {"kind": "onnx", "path": source, **(meta or {}),
                         "batch": batch, "kv_len": kv_len, "mode": mode},
-             "cost_model": {**cost.metadata(), "spec": cost_model},
+             "cost_model": {**cost.metadata(), "spec": cost_model,
+                            "noc_occupancy": occupancy},
              "partition_search": {"max_exec": options.max_exec,
                                   "max_preload": options.max_preload,
                                   "max_slowdown": options.max_slowdown,
@@ -118,9 +124,9 @@ def _split_axis(work: Work) -> int:
 
 
 def _search(gop: GraphOp, chip: Chip, cost: CostModel, options: SearchOptions,
-            source: str) -> OpPlans:
+            occupancy: NocOccupancy, source: str) -> OpPlans:
     try:
-        return search(gop.work, chip.cores, chip.sram_bytes, cost, options)
+        return search(gop.work, chip.cores, chip.sram_bytes, cost, options, occupancy)
     except ValueError as e:
         need = -(-gop.work.hbm_bytes // chip.cores)
         raise UsageError(f"{source}: op {gop.name!r} ({gop.kind}, {gop.work.hbm_bytes:,} B of "

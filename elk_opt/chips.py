@@ -3,14 +3,15 @@
 A chip file holds the `elk-instance/1` chip fields (name, cores, sram_bytes, hbm_bytes_per_s,
 clock_hz, [noc]) plus an `[extra]` table of per-core figures the cost models and the simulator
 need; they land in `Chip.extra` (and in the instance's chip object as extra keys). Missing
-extras take the IPU Mk2 values in `EXTRA_DEFAULTS`.
+extras take the IPU Mk2 values in `EXTRA_DEFAULTS`. `noc_occupancy` (a word, not a figure)
+says how the cost models report a plan's NoC port use by default (docs/models.md).
 """
 
 from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from elk_opt.errors import InputError, UsageError
 from elk_opt.io import _Reader, chip_from_dict
@@ -33,6 +34,11 @@ EXTRA_DEFAULTS: dict[str, float] = {
     "inter_chip_rtt_ns": 2000,           # S-curve link model: round-trip time
 }
 INTEGER_EXTRAS = {"chips"}
+
+NocOccupancy = Literal["bytes", "bsp"]
+NOC_OCCUPANCIES: tuple[str, ...] = ("bytes", "bsp")
+# The IPU Mk2 is bulk-synchronous: its exchange phases and barrier syncs hold the port.
+DEFAULT_NOC_OCCUPANCY: NocOccupancy = "bsp"
 
 
 def chip_names() -> list[str]:
@@ -72,11 +78,17 @@ def chip_from_toml(raw: dict[str, Any], source: str) -> Chip:
     for key in flat:
         if key not in {"name", "cores", "sram_bytes", "hbm_bytes_per_s", "clock_hz", "noc"}:
             raise InputError(f"{source}: {key}: unknown field (per-core figures go in [extra])")
-    values = dict(EXTRA_DEFAULTS)
+    values: dict[str, Any] = {**EXTRA_DEFAULTS, "noc_occupancy": DEFAULT_NOC_OCCUPANCY}
     for key, value in extra.items():
+        if key == "noc_occupancy":
+            if value not in NOC_OCCUPANCIES:
+                raise InputError(f"{source}: extra.noc_occupancy: must be one of "
+                                 f"{', '.join(NOC_OCCUPANCIES)}, got {value!r}")
+            values[key] = value
+            continue
         if key not in EXTRA_DEFAULTS:
             raise InputError(f"{source}: extra.{key}: unknown field; known: "
-                             f"{', '.join(EXTRA_DEFAULTS)}")
+                             f"{', '.join([*EXTRA_DEFAULTS, 'noc_occupancy'])}")
         ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
         if key in INTEGER_EXTRAS:
             ok = ok and isinstance(value, int)
@@ -98,3 +110,17 @@ def chip_from_toml(raw: dict[str, Any], source: str) -> Chip:
 def chip_figure(chip: Chip, key: str) -> float:
     """A per-core figure from `chip.extra`, defaulting to the IPU Mk2 value."""
     return float(chip.extra.get(key, EXTRA_DEFAULTS[key]))
+
+
+def resolve_noc_occupancy(chip: Chip, requested: str | None = None) -> NocOccupancy:
+    """The occupancy reading to build with: `requested`, else the chip's own, else the default.
+
+    A chip read from an instance file may carry any `noc_occupancy` value; only the two known
+    readings are accepted, so a typo never silently falls back.
+    """
+    value = requested if requested is not None else chip.extra.get("noc_occupancy",
+                                                                    DEFAULT_NOC_OCCUPANCY)
+    if value not in NOC_OCCUPANCIES:
+        raise UsageError(f"unknown NoC occupancy {value!r}; choose one of "
+                         f"{', '.join(NOC_OCCUPANCIES)}")
+    return cast(NocOccupancy, value)

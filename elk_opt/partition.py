@@ -4,15 +4,20 @@ An execute plan splits the op's iteration space across the cores (factors that d
 count) and, for an operand shared by several cores, either replicates it or rotates it among the
 sharers (T10's temporal split: each core holds 1/r of the shared tile and passes pieces around a
 ring in r steps, overlapping the shifts with compute). For each candidate the cost model gives
-per-core compute time, NoC bytes and time, and the SRAM bytes while executing. Only the Pareto
-front (time vs space) is kept, thinned to `max_exec` plans.
+per-core compute time, NoC bytes and time, and the SRAM bytes while executing. A plan's time is
+composed explicitly of the compute not hidden behind an exchange, its exchange phases and its
+barrier syncs; the last two are the time it holds the NoC port on a bulk-synchronous chip
+(`port_ns`, written as the plan's `noc_ns` when the instance is built with `noc_occupancy` =
+"bsp"). Only the Pareto front (time vs space) is kept, thinned to `max_exec` plans.
 
 Preload plans hold the op's HBM data spread over all cores with `r` copies of each byte
 (r = 1: each core holds 1/cores; larger r: closer to an execute layout that replicates).
 A preload plan with r copies is compatible with an execute plan whose HBM operand has R copies
 when r divides R; the warm-up then replicates the missing (1 - r/R) share over the NoC. The
 preload layout of a chosen pair is tiled to match its execute plan, so no other reshuffle is
-needed. Ops without HBM data get one empty preload plan.
+needed. Ops without HBM data get one empty preload plan. With "bsp" a preload plan's `noc_ns` is
+its NoC distribution time (the cost model's `load_noc_ns`); with "bytes" no plan has `noc_ns`
+and DESIGN.md section 5b derives the port work from the bytes.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 from math import ceil
 from typing import Any
 
+from elk_opt.chips import NocOccupancy
 from elk_opt.cost import CostModel
 from elk_opt.onnx_import import Work
 from elk_opt.problem import ExecPlan, PreloadPlan, Warmup
@@ -47,7 +53,9 @@ class Candidate:
     time_ns: int
     space_bytes: int
     noc_bytes: int
-    noc_ns: int
+    exchange_ns: int  # exchange phases (data on the port)
+    syncs: int  # barrier syncs
+    port_ns: int  # exchange phases and syncs: what holds the port on a BSP chip (<= time_ns)
     compute_ns: int
     hbm_part: int  # per-core bytes of HBM data in the execute layout
     replicas: int  # copies of each HBM byte in the execute layout
@@ -59,7 +67,8 @@ class Candidate:
 
     def describe(self) -> dict[str, Any]:
         return {"split": list(self.split), "rotate": self.rotate, "rotation": self.rotation,
-                "compute_ns": self.compute_ns, "noc_ns": self.noc_ns,
+                "compute_ns": self.compute_ns, "exchange_ns": self.exchange_ns,
+                "syncs": self.syncs, "port_ns": self.port_ns,
                 "replicas": self.replicas, "hbm_part_bytes": self.hbm_part,
                 "noc_group": self.noc_group, "cores_used": self.cores_used}
 
@@ -84,6 +93,16 @@ def footprint(work: Work) -> int:
         return (acts + 1) * elems * b + work.hbm_bytes
     rows, cols = work.dims
     return 2 * rows * cols * b + (work.hbm_bytes if work.hbm == "param" else 0)
+
+
+def compose(exposed_ns: float, exchange_ns: float, syncs: int, sync_ns: float) -> tuple[int, int]:
+    """(time, port time) of an execute plan, both rounded up to whole ns.
+
+    On a bulk-synchronous chip an exchange phase and a barrier sync hold the core's port; the
+    compute not hidden behind an exchange does not. time = port time + exposed compute.
+    """
+    port = exchange_ns + syncs * sync_ns
+    return ceil(port + exposed_ns), ceil(port)
 
 
 def divisors(n: int) -> list[int]:
@@ -180,9 +199,11 @@ def _matmul_plan(work: Work, cost: CostModel, cores: int, used: int,
     reduce_ns = cost.noc_ns(reduce_bytes, fk)
     add_ns = cost.vector_ns(o_tile / ACC_BYTES, 2 * o_tile, 1.0) if fk > 1 else 0.0
     step_ns = compute / steps
-    time = (first_ns + step_ns + (steps - 1) * (max(step_ns, shift_ns) + cost.sync_ns)
-            + reduce_ns + add_ns + cost.sync_ns * (2 if fk > 1 else 1))
-    noc_ns = first_ns + (steps - 1) * shift_ns + reduce_ns
+    # each rotation step shifts the next piece while computing on this one, then syncs
+    exposed = step_ns + (steps - 1) * max(0.0, step_ns - shift_ns) + add_ns
+    exchange = first_ns + (steps - 1) * shift_ns + reduce_ns
+    syncs = (steps - 1) + (2 if fk > 1 else 1)
+    time, port = compose(exposed, exchange, syncs, cost.sync_ns)
     if work.hbm == "A":
         hbm_part, replicas = (a_tile if ra == 1 else ceil(a_tile / ra)), fn // ra
     elif work.hbm == "B":
@@ -193,8 +214,9 @@ def _matmul_plan(work: Work, cost: CostModel, cores: int, used: int,
     if work.hbm == "param":
         replicas = max(1, used // fn)
     rotate = "A" if ra > 1 else "B" if rb > 1 else None
-    return Candidate(time_ns=ceil(time), space_bytes=space, noc_bytes=noc_bytes,
-                     noc_ns=ceil(noc_ns), compute_ns=ceil(compute), hbm_part=hbm_part,
+    return Candidate(time_ns=time, space_bytes=space, noc_bytes=noc_bytes,
+                     exchange_ns=ceil(exchange), syncs=syncs, port_ns=port,
+                     compute_ns=ceil(compute), hbm_part=hbm_part,
                      replicas=replicas, cores_used=used, split=f, rotate=rotate,
                      rotation=steps,
                      noc_group=max(fn, fk, fm if rb > 1 else 1))
@@ -220,12 +242,13 @@ def rowwise_candidates(work: Work, cores: int, cost: CostModel) -> list[Candidat
             space, hbm_part, replicas = tile + out_tile + param, param, fr
         reduce_bytes = 0 if fc == 1 or work.kind == "gather" else ceil(8 * r * (fc - 1) / fc)
         compute = cost.vector_ns(r * c, 2 * tile, ops)
-        noc_ns = cost.noc_ns(reduce_bytes, fc)
-        syncs = 1 if reduce_bytes == 0 else 1 + (2 if work.kind in ("norm", "softmax") else 1)
-        time = compute + noc_ns * (2 if work.kind in ("norm", "softmax") else 1) \
-            + syncs * cost.sync_ns
-        out.append(Candidate(time_ns=ceil(time), space_bytes=space, noc_bytes=reduce_bytes,
-                             noc_ns=ceil(noc_ns), compute_ns=ceil(compute), hbm_part=hbm_part,
+        rounds = 2 if work.kind in ("norm", "softmax") else 1  # statistics reduced in turn
+        exchange = cost.noc_ns(reduce_bytes, fc) * rounds
+        syncs = 1 if reduce_bytes == 0 else 1 + rounds
+        time, port = compose(compute, exchange, syncs, cost.sync_ns)
+        out.append(Candidate(time_ns=time, space_bytes=space, noc_bytes=reduce_bytes,
+                             exchange_ns=ceil(exchange), syncs=syncs, port_ns=port,
+                             compute_ns=ceil(compute), hbm_part=hbm_part,
                              replicas=replicas, cores_used=used, split=(fr, fc), rotate=None,
                              rotation=1,
                              noc_group=fc))
@@ -248,12 +271,13 @@ def elementwise_candidates(work: Work, cores: int, cost: CostModel) -> list[Cand
         param = min(work.hbm_bytes, e * b) if work.hbm else 0
         space = (acts + 1) * e * b + param
         noc_bytes = max(0, acts - 1) * e * b
-        noc_ns = cost.noc_ns(noc_bytes, 1)  # between two even splits: neighbouring cores
+        exchange = cost.noc_ns(noc_bytes, 1)  # between two even splits: neighbouring cores
         compute = cost.vector_ns(e, (acts + 1) * e * b + param, 1.0)
-        time = noc_ns + compute + cost.sync_ns
+        time, port = compose(compute, exchange, 1, cost.sync_ns)
         replicas = max(1, ceil(used * param / work.hbm_bytes)) if param else 1
-        out.append(Candidate(time_ns=ceil(time), space_bytes=space, noc_bytes=noc_bytes,
-                             noc_ns=ceil(noc_ns), compute_ns=ceil(compute), hbm_part=param,
+        out.append(Candidate(time_ns=time, space_bytes=space, noc_bytes=noc_bytes,
+                             exchange_ns=ceil(exchange), syncs=1, port_ns=port,
+                             compute_ns=ceil(compute), hbm_part=param,
                              replicas=replicas, cores_used=used, split=(used,), rotate=None,
                              rotation=1,
                              noc_group=1))
@@ -301,8 +325,13 @@ def thin(front: list[Candidate], limit: int, max_slowdown: float) -> list[Candid
 
 
 def search(work: Work, cores: int, sram_bytes: int, cost: CostModel,
-           options: SearchOptions = DEFAULT_SEARCH) -> OpPlans:
-    """The op's execute plans, preload plans and compatible pairs (section 1 of DESIGN.md)."""
+           options: SearchOptions = DEFAULT_SEARCH,
+           noc_occupancy: NocOccupancy = "bytes") -> OpPlans:
+    """The op's execute plans, preload plans and compatible pairs (section 1 of DESIGN.md).
+
+    `noc_occupancy` "bsp" gives every plan its port time as `noc_ns`; "bytes" gives none.
+    """
+    bsp = noc_occupancy == "bsp"
     cands = [c for c in candidates(work, cores, cost) if c.space_bytes <= sram_bytes]
     if work.hbm_bytes:
         cands = [c for c in cands
@@ -316,14 +345,18 @@ def search(work: Work, cores: int, sram_bytes: int, cost: CostModel,
         counts = sorted({c.cores_used for c in chosen}, reverse=True)[:options.max_preload]
         chosen = [c for c in chosen if c.cores_used in counts]
     exec_plans = tuple(ExecPlan(id=i, time_ns=c.time_ns, space_bytes=c.space_bytes,
-                                noc_bytes=c.noc_bytes) for i, c in enumerate(chosen))
+                                noc_bytes=c.noc_bytes, noc_ns=c.port_ns if bsp else None)
+                       for i, c in enumerate(chosen))
     if not work.hbm_bytes:
-        return OpPlans(exec_plans, (PreloadPlan(id=0, space_bytes=0, load_ns=0),),
+        empty = PreloadPlan(id=0, space_bytes=0, load_ns=0, noc_ns=0 if bsp else None)
+        return OpPlans(exec_plans, (empty,),
                        tuple(Warmup(preload=0, exec=p.id, time_ns=0) for p in exec_plans),
                        tuple(chosen), ((cores, 1),))
     layouts = _preload_layouts(chosen, options.max_preload)
     preloads = tuple(PreloadPlan(id=i, space_bytes=ceil(work.hbm_bytes * r / used),
-                                 load_ns=ceil(cost.load_ns(work.hbm_bytes, r, used)))
+                                 load_ns=ceil(cost.load_ns(work.hbm_bytes, r, used)),
+                                 noc_ns=ceil(cost.load_noc_ns(work.hbm_bytes, r, used))
+                                 if bsp else None)
                      for i, (used, r) in enumerate(layouts))
     warmup = []
     for q, (used, r) in zip(preloads, layouts, strict=True):

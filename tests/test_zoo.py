@@ -7,6 +7,8 @@ import pytest
 from elk_opt.evaluate import evaluate
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
+from elk_opt.problem import TIMINGS
+from elk_opt.solution import SolveOptions
 from elk_opt.zoo import model_instance, model_names
 from verify import check
 
@@ -112,12 +114,14 @@ def test_kv_ops_make_sram_bind():
     assert layer_data / inst.chip.cores > inst.chip.sram_bytes / 2
 
 
+@pytest.mark.parametrize("timing", TIMINGS)
 @pytest.mark.parametrize("mode", ["decode", "prefill", "forward"])
-def test_modes_build_and_schedule(mode):
+def test_modes_build_and_schedule(mode, timing):
     inst = model_instance("llama2-7b", batch=2, kv_len=256, layers=1, mode=mode)
-    plan = solve(inst, "basic")
+    plan = solve(inst, "basic", SolveOptions(timing=timing))
     assert check(plan_to_dict(plan)).valid
-    assert plan.claims.makespan_ns == evaluate(inst, plan.choice, plan.program).makespan_ns
+    assert plan.claims.makespan_ns == evaluate(inst, plan.choice, plan.program,
+                                               timing=timing).makespan_ns
     if mode != "decode":
         assert not any(op.extra.get("hbm_data") == "kv" for op in inst.ops)
 

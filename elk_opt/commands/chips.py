@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from elk_opt.chips import DEFAULT_CHIP, chip_figure, chip_names, load_chip
+from elk_opt.chips import (
+    DEFAULT_CHIP,
+    chip_figure,
+    chip_names,
+    load_chip,
+    resolve_noc_occupancy,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -22,5 +28,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"{name:<20} {c.cores:>5} cores x {c.sram_bytes // 1024} KiB, "
               f"HBM {c.hbm_bytes_per_s / 1e12:g} TB/s, {c.clock_hz / 1e9:g} GHz, {shape}, "
               f"link {noc.link_bytes_per_s / 1e9:g} GB/s, "
-              f"{int(chip_figure(c, 'chips'))} chip(s){mark}")
+              f"{int(chip_figure(c, 'chips'))} chip(s), NoC occupancy "
+              f"{resolve_noc_occupancy(c)}{mark}")
     return 0

@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from elk_opt.chips import DEFAULT_CHIP, load_chip
+from elk_opt.chips import DEFAULT_CHIP, NOC_OCCUPANCIES, load_chip
 from elk_opt.cost import DEFAULT_COST_MODEL
 from elk_opt.errors import UsageError
 from elk_opt.io import save_instance
@@ -40,6 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                    "models: bf16, fp16, fp32, fp8")
     m.add_argument("--cost-model", default=DEFAULT_COST_MODEL, metavar="NAME",
                    help="analytic (default) or table:PATH (from `elk-opt collect`)")
+    m.add_argument("--noc-occupancy", choices=NOC_OCCUPANCIES, default=None,
+                   help="how plans report NoC port use: bytes (section 5b derives it from "
+                        "their bytes) or bsp (exchange phases and syncs hold the port); "
+                        "default: the chip's own (`elk-opt chips`)")
     m.add_argument("--max-plans", type=int, default=SearchOptions.max_exec,
                    help=f"execute plans kept per op (default {SearchOptions.max_exec})")
     m.add_argument("--max-preloads", type=int, default=SearchOptions.max_preload,
@@ -56,6 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if args.source == "synthetic":
+        if args.noc_occupancy is not None:
+            raise UsageError("--noc-occupancy applies to zoo models and ONNX files")
         try:
             instance = synthetic_instance(args.ops, args.plans, args.seed, args.tightness)
         except ValueError as e:
@@ -81,7 +87,8 @@ def _real(args: argparse.Namespace) -> Instance:
         print(f"building {args.source} ({args.mode}) on {chip.name}...", file=sys.stderr)
         return model_instance(args.source, chip, batch=args.batch, kv_len=args.kv_len,
                               layers=args.layers, mode=args.mode, dtype=args.dtype,
-                              cost_model=args.cost_model, options=options, progress=True)
+                              cost_model=args.cost_model, options=options, progress=True,
+                              noc_occupancy=args.noc_occupancy)
     path = Path(args.source)
     if path.suffix != ".onnx" and not path.exists():
         raise UsageError(f"unknown instance source {args.source!r}: not a zoo model "
@@ -97,4 +104,4 @@ def _real(args: argparse.Namespace) -> Instance:
                                                  f"kv{args.kv_len}-{chip.name}",
                                source=str(path), batch=args.batch, kv_len=args.kv_len,
                                mode=args.mode, cost_model=args.cost_model, options=options,
-                               progress=True)
+                               progress=True, noc_occupancy=args.noc_occupancy)

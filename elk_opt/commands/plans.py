@@ -41,18 +41,22 @@ def run(args: argparse.Namespace) -> int:
     print(f"op {index} {op.name} ({op.kind}, layer {op.layer}): {op.hbm_bytes:,} B of HBM data "
           f"({op.extra.get('hbm_data', 'none')}), {op.flops:,} flop")
     details = op.extra.get("plan_details")
-    print(f"{'exec':>5} {'time ns':>10} {'SRAM B':>10} {'NoC B':>9}  layout")
+    print(f"{'exec':>5} {'time ns':>10} {'SRAM B':>10} {'NoC B':>9} {'port ns':>8}  layout")
     for k, p in enumerate(op.exec_plans):
         layout = ""
         if isinstance(details, list) and k < len(details) and isinstance(details[k], dict):
             d = details[k]
             layout = (f"split {d.get('split')}, rotate {d.get('rotate') or '-'} "
                       f"x{d.get('rotation')}, {d.get('replicas')} copies")
-        print(f"{p.id:>5} {p.time_ns:>10,} {p.space_bytes:>10,} {p.noc_bytes:>9,}  {layout}")
-    print(f"{'load':>5} {'load ns':>10} {'SRAM B':>10}  compatible exec plans (warm-up ns)")
+        port = "-" if p.noc_ns is None else f"{p.noc_ns:,}"
+        print(f"{p.id:>5} {p.time_ns:>10,} {p.space_bytes:>10,} {p.noc_bytes:>9,} {port:>8}  "
+              f"{layout}")
+    print(f"{'load':>5} {'load ns':>10} {'SRAM B':>10} {'port ns':>8}  "
+          "compatible exec plans (warm-up ns)")
     for q in op.preload_plans:
         pairs = ", ".join(f"{w.exec} ({w.time_ns:,})" for w in op.warmup if w.preload == q.id)
-        print(f"{q.id:>5} {q.load_ns:>10,} {q.space_bytes:>10,}  {pairs}")
+        port = "-" if q.noc_ns is None else f"{q.noc_ns:,}"
+        print(f"{q.id:>5} {q.load_ns:>10,} {q.space_bytes:>10,} {port:>8}  {pairs}")
     if args.plot:
         _plot(instance, op, args.plot)
         print(f"-> {args.plot}")

@@ -3,8 +3,10 @@
 `get_cost_model(spec, chip)`: "analytic" (the default, calibrated from the chip's published
 figures) or "table:PATH" (measured GEMM and collective tables, XLA latency-hiding-scheduler
 style, falling back to the analytic model for what the table lacks). Both offer the same
-methods, used by the partition search: matmul_ns, vector_ns, noc_ns, load_ns, sync_ns, and
-metadata() recorded in the instance.
+methods, used by the partition search: matmul_ns, vector_ns, noc_ns (exchange time), load_ns,
+load_noc_ns (a preload's NoC distribution time), sync_ns, and metadata() recorded in the
+instance. How a plan's port use is reported (`bytes` or `bsp`, chips.noc_occupancy) is the
+partition search's business: every cost model gives what both readings need.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ class CostModel(Protocol):
     def vector_ns(self, elems: float, bytes_touched: float, ops_per_elem: float) -> float: ...
     def noc_ns(self, bytes_per_core: float, group: int) -> float: ...
     def load_ns(self, hbm_bytes: float, replicas: int, cores: int) -> float: ...
+    def load_noc_ns(self, hbm_bytes: float, replicas: int, cores: int) -> float: ...
     @property
     def sync_ns(self) -> float: ...
 

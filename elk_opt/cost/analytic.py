@@ -92,20 +92,28 @@ class AnalyticModel:
         off_chip = self.inter_chip().time_ns(off_fraction * bytes_per_core * per_chip)
         return max(on_chip, off_chip)
 
+    def load_noc_ns(self, hbm_bytes: float, replicas: int, cores: int) -> float:
+        """NoC distribution time of a preload: what it holds the port for (section 5b, `bsp`).
+
+        All-to-all: each of the `cores` cores receives its share, replicas included, through
+        its exchange port; on a mesh the HBM ports at the edge inject through their links.
+        """
+        if hbm_bytes <= 0:
+            return 0.0
+        noc = self.chip.noc
+        delivered = hbm_bytes * replicas
+        if noc.topology == "mesh":
+            return delivered / noc.hbm_ports * 1e9 / noc.link_bytes_per_s
+        return delivered / min(cores, self.chip.cores) * 1e9 / noc.link_bytes_per_s
+
     def load_ns(self, hbm_bytes: float, replicas: int, cores: int) -> float:
         """Preload `hbm_bytes` from HBM into the SRAM of `cores` cores, each byte on `replicas`.
 
-        Load time is the longer of the HBM time and the NoC distribution time: all-to-all, each
-        core receives its share through its exchange port; on a mesh the HBM ports at the edge
-        inject through their links. Replicas are copied on chip, never re-read from HBM.
+        Load time is the longer of the HBM time and the NoC distribution time, plus the HBM
+        latency. Replicas are copied on chip, never re-read from HBM.
         """
         if hbm_bytes <= 0:
             return 0.0
         hbm = hbm_bytes * 1e9 / self.chip.hbm_bytes_per_s
-        noc = self.chip.noc
-        delivered = hbm_bytes * replicas
-        if noc.topology == "mesh":
-            spread = delivered / noc.hbm_ports * 1e9 / noc.link_bytes_per_s
-        else:
-            spread = delivered / min(cores, self.chip.cores) * 1e9 / noc.link_bytes_per_s
-        return max(hbm, spread) + chip_figure(self.chip, "hbm_latency_ns")
+        return max(hbm, self.load_noc_ns(hbm_bytes, replicas, cores)) + \
+            chip_figure(self.chip, "hbm_latency_ns")

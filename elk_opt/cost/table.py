@@ -231,5 +231,8 @@ class TableModel:
             return self.base.noc_ns(bytes_per_core, group)
         return table.time_ns(bytes_per_core, group)
 
+    def load_noc_ns(self, hbm_bytes: float, replicas: int, cores: int) -> float:
+        return self.base.load_noc_ns(hbm_bytes, replicas, cores)
+
     def load_ns(self, hbm_bytes: float, replicas: int, cores: int) -> float:
         return self.base.load_ns(hbm_bytes, replicas, cores)

@@ -59,7 +59,9 @@ def model_graph(model: str, *, batch: int = 32, kv_len: int = 2048, layers: int 
 def model_instance(model: str, chip: Chip | str = DEFAULT_CHIP, *, batch: int = 32,
                    kv_len: int = 2048, layers: int | None = None, mode: str = "decode",
                    dtype: str = "bf16", cost_model: str = DEFAULT_COST_MODEL,
-                   options: SearchOptions = DEFAULT_SEARCH, progress: bool = False) -> Instance:
+                   options: SearchOptions = DEFAULT_SEARCH, progress: bool = False,
+                   noc_occupancy: str | None = None) -> Instance:
+    """`noc_occupancy`: "bytes" or "bsp" (docs/models.md); None takes the chip's default."""
     chip = load_chip(chip) if isinstance(chip, str) else chip
     cfg = model_config(model)
     n = cfg.layers if layers is None else layers
@@ -70,7 +72,8 @@ def model_instance(model: str, chip: Chip | str = DEFAULT_CHIP, *, batch: int = 
     meta: dict[str, Any] = {"kind": "zoo", "model": model, "layers": n, "dtype": dtype}
     inst = instance_from_graph(graph, chip, name=name, source=f"zoo:{model}", batch=batch,
                                kv_len=kv_len, mode=mode, cost_model=cost_model,
-                               options=options, meta=meta, progress=progress)
+                               options=options, meta=meta, progress=progress,
+                               noc_occupancy=noc_occupancy)
     return inst
 
 
