@@ -4,5 +4,6 @@ It imports nothing from the rest of elk-opt, so it can judge any tool's plans, o
 """
 
 from verify.checker import Malformed, Report, Violation, check
+from verify.cli import json_report
 
-__all__ = ["Malformed", "Report", "Violation", "check"]
+__all__ = ["Malformed", "Report", "Violation", "check", "json_report"]

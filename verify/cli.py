@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
@@ -29,15 +30,32 @@ def read(path: str) -> Any:
 
 def verify_file(path: str) -> tuple[int, dict[str, Any], str]:
     """(exit code, JSON report, human text) for one plan file."""
+    return _verify(path, path)
+
+
+def json_report(plan: str | os.PathLike | Any, file: str | None = None) -> dict[str, Any]:
+    """The report `verify --json` prints for one plan: `plan` is a path to a plan file, or a
+    parsed `elk-plan/1` document, named `file` in the report (null when not given).
+
+    An unreadable or malformed plan gives `{"file", "valid": false, "malformed": why}`.
+    """
+    if isinstance(plan, str | os.PathLike):
+        plan = os.fspath(plan)
+        file = plan if file is None else file
+    return _verify(plan, file)[1]
+
+
+def _verify(source: Any, file: str | None) -> tuple[int, dict[str, Any], str]:
+    """Check a path (str) or a parsed document: (exit code, JSON report, human text)."""
     try:
-        report = check(read(path))
+        report = check(read(source) if isinstance(source, str) else source)
     except Malformed as e:
-        text = f"{path}: unreadable: {e}"
-        return UNREADABLE, {"file": path, "valid": False, "malformed": str(e)}, text
-    return (VALID if report.valid else BROKEN), _as_json(path, report), _as_text(path, report)
+        text = f"{file}: unreadable: {e}"
+        return UNREADABLE, {"file": file, "valid": False, "malformed": str(e)}, text
+    return (VALID if report.valid else BROKEN), _as_json(file, report), _as_text(file, report)
 
 
-def _as_json(path: str, report: Report) -> dict[str, Any]:
+def _as_json(path: str | None, report: Report) -> dict[str, Any]:
     return {"file": path, "valid": report.valid, "ops": report.ops, "timing": report.timing,
             "makespan_ns": report.makespan_ns, "peak_sram_bytes": report.peak_sram_bytes,
             "peak_at": report.peak_at, "sram_bytes": report.sram_bytes,
@@ -45,7 +63,7 @@ def _as_json(path: str, report: Report) -> dict[str, Any]:
             "violations": [asdict(v) for v in report.violations]}
 
 
-def _as_text(path: str, report: Report) -> str:
+def _as_text(path: str | None, report: Report) -> str:
     facts = [f"{report.ops} ops", f"{report.timing} timing"]
     if report.makespan_ns is not None:
         facts.append(f"makespan {report.makespan_ns:,} ns")

@@ -11,13 +11,10 @@ models' search space); a plan executing in another topological order is bounded 
 from __future__ import annotations
 
 import argparse
-import sys
-import time
-from typing import Any
 
-from elk_opt.bounds import ideal_bound
 from elk_opt.errors import UsageError
 from elk_opt.io import load_instance, save_json
+from elk_opt.lower_bounds import lower_bounds
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -43,32 +40,15 @@ def run(args: argparse.Namespace) -> int:
                          "positive")
     instance = load_instance(args.instance)
     n = len(instance.ops)
-    rows: list[dict[str, Any]] = []
-    started = time.perf_counter()
-    rows.append({"bound": "ideal", "ns": ideal_bound(instance),
-                 "wall_s": time.perf_counter() - started, "note": "roofline, any execution order"})
-    if n <= args.lp_max_ops:
-        from formulations.ilp import lp_bound
-        print(f"LP relaxation of {n} ops...", file=sys.stderr)
-        started = time.perf_counter()
-        value = lp_bound(instance, args.lp_time)
-        rows.append({"bound": "lp", "ns": value, "wall_s": time.perf_counter() - started,
-                     "note": "LP relaxation of the ILP (instance order)" if value is not None
-                     else f"not finished in {args.lp_time:g} s"})
-    if args.window:
-        from formulations.window_bound import window_bound
-        print(f"window bound, {args.window} ops per window...", file=sys.stderr)
-        wb = window_bound(instance, args.window, args.window_time, args.threads, progress=True)
-        rows.append({"bound": f"window{args.window}", "ns": wb.bound_ns, "wall_s": wb.wall_s,
-                     "note": f"{wb.windows} windows, {wb.proven} solved to optimality "
-                             "(instance order)"})
-    best = max(rows, key=lambda r: r["ns"] if r["ns"] is not None else -1)
+    report = lower_bounds(instance, window=args.window, window_time_s=args.window_time,
+                          lp_max_ops=args.lp_max_ops, lp_time_s=args.lp_time,
+                          threads=args.threads, progress=True)
+    rows, best = report["bounds"], report["best"]
     print(f"{instance.name}: {n} ops")
     for r in rows:
         shown = f"{r['ns']:>15,} ns" if r["ns"] is not None else f"{'-':>18}"
         print(f"  {r['bound']:<10}{shown}  {r['wall_s']:7.2f} s  {r['note']}")
     print(f"  {'best':<10}{best['ns']:>15,} ns  ({best['bound']})")
     if args.output:
-        save_json(args.output, {"instance": instance.name, "ops": n, "bounds": rows,
-                                "best": {"bound": best["bound"], "ns": best["ns"]}})
+        save_json(args.output, report)
     return 0

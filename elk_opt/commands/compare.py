@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.comparison import compare
 from elk_opt.errors import UsageError
-from elk_opt.evaluate import evaluate_plan
-from elk_opt.io import load_instance, plan_to_dict, save_json
-from elk_opt.methods import METHODS, heuristics, solve
+from elk_opt.io import load_instance, save_json
+from elk_opt.methods import METHODS, heuristics
 from elk_opt.solution import SolveOptions
-from verify import check
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,32 +44,6 @@ def _methods(text: str | None) -> list[str]:
     return names
 
 
-def compare(instance, methods: list[str], options: SolveOptions) -> list[dict]:
-    """One row per method (plus the Ideal row first), as plain data."""
-    started = time.perf_counter()
-    bound = ideal_bound(instance)
-    rows = [{"method": "ideal", "makespan_ns": bound, "valid": None, "wall_s":
-             round(time.perf_counter() - started, 3), "bound": True}]
-    for m in methods:
-        print(f"  {m}...", file=sys.stderr, flush=True)
-        plan = solve(instance, m, options)
-        assert plan.claims is not None
-        report = check(plan_to_dict(plan))
-        schedule = evaluate_plan(plan)
-        counts = schedule.preload_count
-        rows.append({"method": m, "makespan_ns": plan.claims.makespan_ns,
-                     "status": plan.claims.status, "valid": report.valid,
-                     "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3),
-                     "max_preload_count": max(counts, default=0),
-                     "peak_sram_bytes": schedule.peak_sram_bytes,
-                     "wall_s": round(plan.claims.wall_s, 3), "bound": False})
-    best = min((r["makespan_ns"] for r in rows if not r["bound"]), default=None)
-    for r in rows:
-        r["vs_best"] = round(r["makespan_ns"] / best, 4) if best else None
-        r["ideal_fraction"] = round(bound / r["makespan_ns"], 4) if r["makespan_ns"] else 1.0
-    return rows
-
-
 def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     if args.time_limit is not None and args.time_limit <= 0:
@@ -80,7 +51,8 @@ def run(args: argparse.Namespace) -> int:
     methods = _methods(args.methods)
     print(f"comparing {len(methods)} methods on {instance.name} ({len(instance.ops)} ops)...",
           file=sys.stderr)
-    rows = compare(instance, methods, SolveOptions(time_limit_s=args.time_limit))
+    rows = compare(instance, methods, SolveOptions(time_limit_s=args.time_limit),
+                   progress=True)
     print(f"{'method':<10} {'makespan ns':>15} {'vs best':>8} {'ideal/ms':>9} "
           f"{'preloads':>11} {'peak SRAM B':>12} {'solve s':>8}  verify")
     for r in rows:

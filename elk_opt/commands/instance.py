@@ -6,9 +6,7 @@ SOURCE is a zoo model (`elk-opt models`), an ONNX file, or `synthetic`.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 
 from elk_opt.chips import DEFAULT_CHIP, NOC_OCCUPANCIES, load_chip
 from elk_opt.cost import DEFAULT_COST_MODEL
@@ -16,6 +14,7 @@ from elk_opt.errors import UsageError
 from elk_opt.io import save_instance
 from elk_opt.partition import SearchOptions
 from elk_opt.problem import Instance
+from elk_opt.sources import instance_from_source
 from elk_opt.synthetic import synthetic_instance
 
 
@@ -77,31 +76,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _real(args: argparse.Namespace) -> Instance:
-    from elk_opt.zoo import model_instance, model_names
-
     if args.max_plans < 1 or args.max_preloads < 1:
         raise UsageError("--max-plans and --max-preloads must be at least 1")
     options = SearchOptions(max_exec=args.max_plans, max_preload=args.max_preloads)
-    chip = load_chip(args.chip)
-    if args.source in model_names():
-        print(f"building {args.source} ({args.mode}) on {chip.name}...", file=sys.stderr)
-        return model_instance(args.source, chip, batch=args.batch, kv_len=args.kv_len,
-                              layers=args.layers, mode=args.mode, dtype=args.dtype,
-                              cost_model=args.cost_model, options=options, progress=True,
-                              noc_occupancy=args.noc_occupancy)
-    path = Path(args.source)
-    if path.suffix != ".onnx" and not path.exists():
-        raise UsageError(f"unknown instance source {args.source!r}: not a zoo model "
-                         f"({', '.join(model_names())}), an .onnx file or 'synthetic'")
-    if args.layers is not None:
-        raise UsageError("--layers applies to zoo models; export fewer layers instead")
-    from elk_opt.build import instance_from_graph
-    from elk_opt.onnx_import import load_model
-
-    model = load_model(path)
-    print(f"importing {path} ({args.mode}) on {chip.name}...", file=sys.stderr)
-    return instance_from_graph(model, chip, name=f"{path.stem}-{args.mode}-b{args.batch}-"
-                                                 f"kv{args.kv_len}-{chip.name}",
-                               source=str(path), batch=args.batch, kv_len=args.kv_len,
-                               mode=args.mode, cost_model=args.cost_model, options=options,
-                               progress=True, noc_occupancy=args.noc_occupancy)
+    return instance_from_source(args.source, load_chip(args.chip), batch=args.batch,
+                                kv_len=args.kv_len, layers=args.layers, mode=args.mode,
+                                dtype=args.dtype, cost_model=args.cost_model, options=options,
+                                noc_occupancy=args.noc_occupancy, progress=True)

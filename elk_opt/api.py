@@ -1,0 +1,239 @@
+"""The Python API of elk-opt: what `import elk_opt` offers (docs/api.md).
+
+Each function is a thin pass-through to the library module that does the work, the same code
+the command line runs; the analyses return the JSON document their command prints or writes.
+Solvers, ONNX, the simulator and numpy load inside the functions that need them, so importing
+this module stays cheap.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from elk_opt.chips import DEFAULT_CHIP
+from elk_opt.errors import UsageError
+from elk_opt.problem import TIMINGS, Chip, Instance, Plan, Timing
+from elk_opt.solution import SolveOptions
+
+if TYPE_CHECKING:
+    from elk_opt.evaluate import Schedule
+    from elk_opt.simulator import SimResult
+
+DEFAULT_METHOD = "elk-full"
+
+
+# ---------------------------------------------------------------------------- catalogues
+
+def model_names() -> list[str]:
+    """The model zoo (`elk-opt models`)."""
+    from elk_opt.zoo import model_names as names
+
+    return names()
+
+
+def chip_names() -> list[str]:
+    """The chip presets (`elk-opt chips`)."""
+    from elk_opt.chips import chip_names as names
+
+    return names()
+
+
+def method_names() -> list[str]:
+    """Every method `solve` accepts (heuristics, exact models, `ideal`)."""
+    from elk_opt.methods import METHODS
+
+    return list(METHODS)
+
+
+# ---------------------------------------------------------------------------- files
+
+def load_instance(path: str | Path) -> Instance:
+    """Read an `elk-instance/1` file; an unusable one raises InputError naming the field."""
+    from elk_opt.io import load_instance as load
+
+    return load(path)
+
+
+def save_instance(path: str | Path, instance: Instance) -> None:
+    """Write an `elk-instance/1` file atomically (a half-written file never appears)."""
+    from elk_opt.io import save_instance as save
+
+    save(path, instance)
+
+
+def load_plan(path: str | Path) -> Plan:
+    """Read an `elk-plan/1` file (its instance embedded); checking its rules is `verify`'s job.
+
+    A plan without `timing` is separate-noc; an unusable file raises InputError."""
+    from elk_opt.io import load_plan as load
+
+    return load(path)
+
+
+def save_plan(path: str | Path, plan: Plan) -> None:
+    """Write an `elk-plan/1` file atomically, with its timing and claims."""
+    from elk_opt.io import save_plan as save
+
+    save(path, plan)
+
+
+# ---------------------------------------------------------------------------- instances
+
+def load_chip(name_or_path: str | Path) -> Chip:
+    """A chip preset by name, or a chip TOML file by path."""
+    from elk_opt.chips import load_chip as load
+
+    return load(str(name_or_path))
+
+
+def build_instance(model_or_path: str | Path, chip: Chip | str = DEFAULT_CHIP, *,
+                   batch: int = 32, kv_len: int = 2048, layers: int | None = None,
+                   mode: str = "decode", dtype: str = "bf16", cost_model: str = "analytic",
+                   noc_occupancy: str | None = None, max_plans: int = 8,
+                   max_preloads: int = 4) -> Instance:
+    """An instance from a zoo model name or an ONNX file (`elk-opt instance`).
+
+    `chip`: a preset name, a chip TOML path or a `Chip`. `kv_len`: KV-cache tokens in decode,
+    prompt tokens otherwise. `layers`: keep the first N layers (zoo models). `mode`: decode,
+    prefill or forward. `dtype`: bf16, fp16, fp32 or fp8 (zoo models). `cost_model`: analytic
+    or `table:PATH`. `noc_occupancy`: "bytes" or "bsp", how plans hold the NoC port under
+    the shared-noc timing (None: the chip's default). `max_plans`, `max_preloads`: execute and
+    preload plans kept per op.
+    """
+    from elk_opt.partition import SearchOptions
+    from elk_opt.sources import instance_from_source
+
+    if max_plans < 1 or max_preloads < 1:
+        raise UsageError(f"max_plans and max_preloads must be at least 1, got {max_plans} "
+                         f"and {max_preloads}")
+    return instance_from_source(
+        model_or_path, chip if isinstance(chip, Chip) else load_chip(chip), batch=batch,
+        kv_len=kv_len, layers=layers, mode=mode, dtype=dtype, cost_model=cost_model,
+        options=SearchOptions(max_exec=max_plans, max_preload=max_preloads),
+        noc_occupancy=noc_occupancy)
+
+
+def synthetic_instance(ops: int = 48, plans: int = 4, seed: int = 0,
+                       tightness: float = 0.5) -> Instance:
+    """A seeded synthetic decoder-like instance; `tightness` 0 roomy .. 1 tightest SRAM."""
+    from elk_opt.synthetic import synthetic_instance as synthetic
+
+    try:
+        return synthetic(ops, plans, seed, tightness)
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+
+
+# ---------------------------------------------------------------------------- solving
+
+def solve(instance: Instance, method: str = DEFAULT_METHOD, options: SolveOptions | None = None,
+          *, timing: Timing | None = None, time_limit_s: float | None = None,
+          gap: float | None = None, threads: int | None = None, seed: int | None = None,
+          warm_start: str | Plan | None = None, params: dict[str, Any] | None = None,
+          verbose: bool | None = None) -> Plan:
+    """Schedule `instance` with `method` (`method_names()`); the plan's claims hold.
+
+    Keywords given (not None) replace the fields of `options` (default `SolveOptions()`):
+    `timing` the plan is optimized and claimed under (default shared-noc), the exact solvers'
+    `time_limit_s`, relative `gap` and `threads` (2 when None), `warm_start` (a method name or
+    a plan to hint an exact solver with), method-specific `params`.
+    """
+    from elk_opt.methods import solve as run
+
+    return run(instance, method, _options(options, timing=timing, time_limit_s=time_limit_s,
+                                          gap=gap, threads=threads, seed=seed,
+                                          warm_start=warm_start, params=params,
+                                          verbose=verbose))
+
+
+def _options(options: SolveOptions | None, *, warm_start: str | Plan | None,
+             **fields: Any) -> SolveOptions:
+    given = {k: v for k, v in fields.items() if v is not None}
+    _check_timing(given.get("timing"))
+    if isinstance(warm_start, Plan):
+        method = warm_start.claims.method if warm_start.claims else "plan"
+        given.update(warm_start=method, warm_plan=warm_start)
+    elif warm_start is not None:
+        given.update(warm_start=warm_start, warm_plan=None)
+    return replace(options or SolveOptions(), **given)
+
+
+def evaluate_plan(plan: Plan, timing: Timing | None = None) -> Schedule:
+    """The analytic schedule of `plan` under `timing` (default: the plan's own timing):
+    makespan, per-op load and execute times, preload counts and the R5 SRAM figures.
+
+    Raises `ProgramError` (a ValueError) when the program cannot be timed.
+    """
+    from elk_opt.evaluate import evaluate
+
+    _check_timing(timing)
+    return evaluate(plan.instance, plan.choice, plan.program, plan.release_ns,
+                    timing=plan.timing if timing is None else timing)
+
+
+def _check_timing(timing: str | None) -> None:
+    if timing is not None and timing not in TIMINGS:
+        raise UsageError(f"unknown timing {timing!r}; choose one of {', '.join(TIMINGS)}")
+
+
+# ---------------------------------------------------------------------------- checking
+
+def verify(plan: Plan | dict[str, Any] | str | Path) -> dict[str, Any]:
+    """The independent checker's report, exactly as `verify --json` prints it.
+
+    `plan`: a plan file's path, a parsed `elk-plan/1` document, or a `Plan` (then `file` is
+    null). Keys: file, valid, ops, makespan_ns, peak_sram_bytes, peak_at, sram_bytes,
+    unchecked, violations (rule, message, op, instruction, numbers); an unreadable plan gives
+    file, valid (false) and malformed.
+    """
+    from verify import json_report
+
+    if isinstance(plan, Plan):
+        from elk_opt.io import plan_to_dict
+
+        return json_report(plan_to_dict(plan))
+    return json_report(plan)
+
+
+def simulate(plan: Plan, *, contention: bool = True, chip: Chip | str | None = None
+             ) -> SimResult:
+    """Replay `plan` in the event simulator (`elk-opt simulate`): shared HBM, NoC and SRAM
+    ports with `contention`, section 5 exactly without. `chip`: replay on another network
+    with the same cores and SRAM. `result.summary()` is what `simulate --json` prints."""
+    from elk_opt.simulator import simulate as run
+
+    return run(plan, contention=contention,
+               chip=load_chip(chip) if isinstance(chip, str) else chip)
+
+
+def bound(instance: Instance, *, window: int = 12, window_time_s: float = 2.0,
+          lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2) -> dict[str, Any]:
+    """Lower bounds on every plan's makespan, as `elk-opt bound -o` writes them:
+    `{"instance", "ops", "bounds": [{"bound", "ns", "wall_s", "note"}], "best"}`.
+
+    Ideal (any execution order), the LP relaxation (up to `lp_max_ops` ops, `lp_time_s`) and
+    the window bound (`window` ops per window, 0 to skip; `window_time_s` of CP-SAT each).
+    """
+    from elk_opt.lower_bounds import lower_bounds
+
+    return lower_bounds(instance, window=window, window_time_s=window_time_s,
+                        lp_max_ops=lp_max_ops, lp_time_s=lp_time_s, threads=threads)
+
+
+def compare(instance: Instance, methods: list[str] | None = None,
+            options: SolveOptions | None = None, *, timing: Timing | None = None,
+            time_limit_s: float | None = None, threads: int | None = None) -> dict[str, Any]:
+    """Every method (default: the heuristics) on `instance`, each plan verified, as
+    `elk-opt compare --json` writes it: `{"instance", "rows"}`, the Ideal bound's row first.
+
+    Keywords given replace the fields of `options`, as in `solve`.
+    """
+    from elk_opt.comparison import compare as run
+    from elk_opt.methods import heuristics
+
+    rows = run(instance, heuristics() if methods is None else list(methods),
+               _options(options, timing=timing, time_limit_s=time_limit_s, threads=threads,
+                        warm_start=None))
+    return {"instance": instance.name, "rows": rows}

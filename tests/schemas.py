@@ -1,0 +1,78 @@
+"""The JSON Schemas of docs/schemas/, compiled once, for the tests and the conftest hook.
+
+Validating an instance with jsonschema costs about 1 ms per op, and a test session writes the
+same instance into many plans, so `DocumentChecker` validates each instance object once and
+then only the rest of each plan (the plan schema with its `instance` left unchecked).
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from referencing import Registry, Resource
+
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "docs" / "schemas"
+INSTANCE_SCHEMA = "elk-instance-1.json"
+PLAN_SCHEMA = "elk-plan-1.json"
+
+
+def load_schema(name: str) -> dict[str, Any]:
+    return json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))
+
+
+@cache
+def instance_validator() -> Draft202012Validator:
+    return Draft202012Validator(load_schema(INSTANCE_SCHEMA))
+
+
+@cache
+def plan_validator() -> Draft202012Validator:
+    """The plan schema, its `$ref` to the instance schema resolved the way a file tool would:
+    by the file name, relative to the plan schema's own location."""
+    registry = Registry().with_resource(
+        INSTANCE_SCHEMA, Resource.from_contents(load_schema(INSTANCE_SCHEMA)))
+    return Draft202012Validator(load_schema(PLAN_SCHEMA), registry=registry)
+
+
+@cache
+def _plan_shell_validator() -> Draft202012Validator:
+    """The plan schema with any `instance` accepted: for plans whose instance was checked."""
+    schema = load_schema(PLAN_SCHEMA)
+    schema["properties"]["instance"] = True
+    return Draft202012Validator(schema)
+
+
+def errors(validator: Draft202012Validator, document: Any) -> list[str]:
+    """Every violation, as `path: message`, deepest first."""
+    found = sorted(validator.iter_errors(document), key=lambda e: -len(e.absolute_path))
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(root)'}: {e.message}" for e in found]
+
+
+class DocumentChecker:
+    """Checks written documents against the schemas, each instance object only once."""
+
+    def __init__(self) -> None:
+        self._checked: dict[int, weakref.ref] = {}
+        self.failures: list[str] = []
+
+    def instance(self, instance: object, document: dict[str, Any]) -> list[str]:
+        ref = self._checked.get(id(instance))
+        if ref is not None and ref() is instance:
+            return []
+        found = errors(instance_validator(), document)
+        if not found:
+            self._checked[id(instance)] = weakref.ref(instance)
+        return self._record("elk-instance/1", found)
+
+    def plan(self, instance: object, document: dict[str, Any]) -> list[str]:
+        found = self.instance(instance, document["instance"])
+        return found + self._record("elk-plan/1", errors(_plan_shell_validator(), document))
+
+    def _record(self, what: str, found: list[str]) -> list[str]:
+        self.failures += [f"{what}: {e}" for e in found]
+        return found
