@@ -36,6 +36,7 @@ from elk_opt.solution import SolveOptions, make_plan
 from elk_opt.synthetic import synthetic_instance
 from elk_opt.zoo import model_instance, model_names
 from tests.strategies import random_instances, synthetic_instances
+from tests.tiny import only_choice, parse, tiny_instance
 
 SLACK = 1e-6  # ns, floating point in contended replays
 
@@ -370,3 +371,15 @@ def test_a_load_and_an_execute_share_the_ingress_link_by_hand():
     assert r.makespan_ns == 210
     assert r.breakdown.overlapped_ns == pytest.approx(200)
     assert dict(r.bottlenecks)["core_in"] == pytest.approx(800 / (4 * 210))  # bytes in / cap
+
+
+def test_exact_past_a_second():
+    """Exact replays stay exact however long the plan: P1 ends 1 ns after E0, past 1 s."""
+    second = 1_000_000_000
+    instance = tiny_instance([(0, 0, second, 0, 0), (second + 1, 0, 5, 0, 0)],
+                             inputs=[(), (0,)])
+    for timing in ("separate-noc", "shared-noc"):
+        plan = make_plan(instance, only_choice(instance), parse("P0 P1 E0 E1"),
+                         method="hand", started=time.perf_counter(), timing=timing)
+        assert plan.claims.makespan_ns == second + 6
+        assert_exact(plan)
