@@ -8,27 +8,36 @@ Every core runs the same call list (SPMD), each on its own tile of every op:
 - `execute(op)` is `wait(done tag)`, then `distribute_data` (the warm-up: preload layout to
   execute layout over the NoC), then `local_execute`; it returns when every core has finished.
 
-Three synchronisation rules give the timing of DESIGN.md section 5, and the simulator enforces
-exactly these: an execute blocks every later call until it returns; preloads run one at a time
-in call order (a DMA queue); a preload blocks only its own execute (through its tag).
-Release times become `not_before_ns` on the call. The tile-to-core mapping is in order on an
-all-to-all chip (tile k on core k) and dimension-ordered on a mesh: tiles fill the rows in
-boustrophedon order (row 0 left to right, row 1 right to left, ...), so consecutive tiles sit on
-neighbouring routers. Cores are numbered row-major.
+Three synchronisation rules give the start rules of DESIGN.md sections 5 and 5b, and the
+simulator enforces exactly these: an execute blocks every later call until it returns; preloads
+run one at a time in call order (a DMA queue); a preload blocks only its own execute (through
+its tag). Release times become `not_before_ns` on the call. The calls carry what section 5b's
+port model needs: bytes per core and, when the plan's cost model gave it, `noc_ns` (the port
+time a preload or the local execute holds alone; the warm-up is pure redistribution), so the
+simulator derives each call's port demand with `elk_opt.noc` on the program's own chip.
+
+The tile-to-core mapping is in order on an all-to-all chip (tile k on core k) and
+dimension-ordered on a mesh: tiles fill the rows in boustrophedon order (row 0 left to right,
+row 1 right to left, ...), so consecutive tiles sit on neighbouring routers. Cores are numbered
+row-major.
 
 Format `elk-device-program/1` (JSON):
 ```
 {"format": "elk-device-program/1", "name": str, "chip": {...as in elk-instance/1...},
+ "timing": "separate-noc" | "shared-noc",           # the plan's; optional, absent: separate-noc
  "mapping": {"scheme": "in_order" | "boustrophedon", "tile_to_core": [int]},
  "ops": [{"name": str, "flops": int}],
  "program": [
    {"call": "preload_async", "op": j, "tag": "done<j>", "preload_plan": id, "load_ns": int,
-    "hbm_bytes": int, "space_bytes": int, "not_before_ns": int},
+    "hbm_bytes": int, "space_bytes": int, "noc_ns": int, "not_before_ns": int},
    {"call": "execute", "op": i, "wait": "done<i>", "exec_plan": id, "not_before_ns": int,
     "distribute_data": {"ns": int, "bytes_per_core": int},
-    "local_execute": {"ns": int, "space_bytes": int, "noc_bytes_per_core": int}}]}
+    "local_execute": {"ns": int, "space_bytes": int, "noc_bytes_per_core": int,
+                      "noc_ns": int}}]}
 ```
-`hbm_bytes` is the op's total; `space_bytes` and `*_per_core` are per core.
+`hbm_bytes` is the op's total; `space_bytes` and `*_per_core` are per core. Both `noc_ns` are
+optional (written only when the plan has them): absent, the port time is the bytes at the
+port's rate (`space_bytes` for a preload, `noc_bytes_per_core` for a local execute).
 """
 
 from __future__ import annotations
@@ -39,7 +48,7 @@ from typing import Any
 
 from elk_opt.errors import InputError, UsageError
 from elk_opt.io import _Reader, chip_from_dict, chip_to_dict, read_json, save_json
-from elk_opt.problem import Chip, Choice, Instr, Plan
+from elk_opt.problem import ABSENT_TIMING, TIMINGS, Chip, Choice, Instr, Plan, Timing
 
 DEVICE_FORMAT = "elk-device-program/1"
 
@@ -86,6 +95,7 @@ class PreloadCall:
     hbm_bytes: int  # the op's total
     space_bytes: int  # per core
     not_before_ns: int = 0
+    noc_ns: int | None = None  # port time alone (section 5b); None: space_bytes at the port rate
 
     @property
     def tag(self) -> str:
@@ -102,6 +112,7 @@ class ExecuteCall:
     space_bytes: int  # per core, the execute layout
     noc_bytes: int  # per core
     not_before_ns: int = 0
+    noc_ns: int | None = None  # local execute's port time alone; None: noc_bytes at the port rate
 
     @property
     def wait(self) -> str:
@@ -120,6 +131,7 @@ class DeviceProgram:
     op_names: tuple[str, ...]
     op_flops: tuple[int, ...]
     calls: tuple[Call, ...]
+    timing: Timing = ABSENT_TIMING  # the plan's: which analytic makespan the program has
 
     def plan_program(self) -> tuple[Instr, ...]:
         """The plan program this was lowered from."""
@@ -145,7 +157,8 @@ def lower(plan: Plan, chip: Chip | None = None) -> DeviceProgram:
         if kind == "P":
             calls.append(PreloadCall(op=i, preload_plan=q.id, load_ns=q.load_ns,
                                      hbm_bytes=op.hbm_bytes, space_bytes=q.space_bytes,
-                                     not_before_ns=plan.release_ns.get(("P", i), 0)))
+                                     not_before_ns=plan.release_ns.get(("P", i), 0),
+                                     noc_ns=q.noc_ns))
         else:
             warm = op.warmup_ns.get((q.id, p.id))
             if warm is None:
@@ -155,11 +168,13 @@ def lower(plan: Plan, chip: Chip | None = None) -> DeviceProgram:
                                      distribute_bytes=q.space_bytes if warm else 0,
                                      local_ns=p.time_ns, space_bytes=p.space_bytes,
                                      noc_bytes=p.noc_bytes,
-                                     not_before_ns=plan.release_ns.get(("E", i), 0)))
+                                     not_before_ns=plan.release_ns.get(("E", i), 0),
+                                     noc_ns=p.noc_ns))
     scheme, mapping = tile_to_core(target)
     return DeviceProgram(name=instance.name, chip=target, scheme=scheme, tile_to_core=mapping,
                          op_names=tuple(op.name for op in instance.ops),
-                         op_flops=tuple(op.flops for op in instance.ops), calls=tuple(calls))
+                         op_flops=tuple(op.flops for op in instance.ops), calls=tuple(calls),
+                         timing=plan.timing)
 
 
 def retarget(dp: DeviceProgram, chip: Chip) -> DeviceProgram:
@@ -190,22 +205,31 @@ def device_program_to_dict(dp: DeviceProgram) -> dict[str, Any]:
     program: list[dict[str, Any]] = []
     for c in dp.calls:
         if isinstance(c, PreloadCall):
-            program.append({"call": "preload_async", "op": c.op, "tag": c.tag,
-                            "preload_plan": c.preload_plan, "load_ns": c.load_ns,
-                            "hbm_bytes": c.hbm_bytes, "space_bytes": c.space_bytes,
-                            "not_before_ns": c.not_before_ns})
+            program.append(_with_noc_ns({"call": "preload_async", "op": c.op, "tag": c.tag,
+                                         "preload_plan": c.preload_plan, "load_ns": c.load_ns,
+                                         "hbm_bytes": c.hbm_bytes,
+                                         "space_bytes": c.space_bytes,
+                                         "not_before_ns": c.not_before_ns}, c.noc_ns))
         else:
             program.append({"call": "execute", "op": c.op, "wait": c.wait,
                             "exec_plan": c.exec_plan, "not_before_ns": c.not_before_ns,
                             "distribute_data": {"ns": c.distribute_ns,
                                                 "bytes_per_core": c.distribute_bytes},
-                            "local_execute": {"ns": c.local_ns, "space_bytes": c.space_bytes,
-                                              "noc_bytes_per_core": c.noc_bytes}})
+                            "local_execute": _with_noc_ns(
+                                {"ns": c.local_ns, "space_bytes": c.space_bytes,
+                                 "noc_bytes_per_core": c.noc_bytes}, c.noc_ns)})
     return {"format": DEVICE_FORMAT, "name": dp.name, "chip": chip_to_dict(dp.chip),
+            "timing": dp.timing,
             "mapping": {"scheme": dp.scheme, "tile_to_core": list(dp.tile_to_core)},
             "ops": [{"name": name, "flops": flops}
                     for name, flops in zip(dp.op_names, dp.op_flops, strict=True)],
             "program": program}
+
+
+def _with_noc_ns(call: dict[str, Any], noc_ns: int | None) -> dict[str, Any]:
+    if noc_ns is not None:
+        call["noc_ns"] = noc_ns
+    return call
 
 
 def device_program_from_dict(raw: Any, source: str = "<device program>") -> DeviceProgram:
@@ -219,6 +243,9 @@ def device_program_from_dict(raw: Any, source: str = "<device program>") -> Devi
         check_mesh(chip)
     except UsageError as e:
         raise r.fail("chip.noc", str(e)) from None
+    timing = obj.get("timing", ABSENT_TIMING)
+    if timing not in TIMINGS:
+        raise r.fail("timing", f"must be one of {', '.join(TIMINGS)}, got {timing!r}")
     mapping = r.obj(r.field(obj, "mapping", ""), "mapping")
     scheme = r.string(mapping, "scheme", "mapping")
     tiles = r.array(mapping, "tile_to_core", "mapping")
@@ -245,7 +272,8 @@ def device_program_from_dict(raw: Any, source: str = "<device program>") -> Devi
                                      load_ns=r.nonneg(c, "load_ns", where),
                                      hbm_bytes=r.nonneg(c, "hbm_bytes", where),
                                      space_bytes=r.nonneg(c, "space_bytes", where),
-                                     not_before_ns=r.nonneg(c, "not_before_ns", where)))
+                                     not_before_ns=r.nonneg(c, "not_before_ns", where),
+                                     noc_ns=r.optional_nonneg(c, "noc_ns", where)))
         elif kind == "execute":
             if r.string(c, "wait", where) != f"done{op}":
                 raise r.fail(f"{where}.wait", f"must be 'done{op}': an execute waits for its "
@@ -259,12 +287,13 @@ def device_program_from_dict(raw: Any, source: str = "<device program>") -> Devi
                 local_ns=r.nonneg(local, "ns", f"{where}.local_execute"),
                 space_bytes=r.nonneg(local, "space_bytes", f"{where}.local_execute"),
                 noc_bytes=r.nonneg(local, "noc_bytes_per_core", f"{where}.local_execute"),
-                not_before_ns=r.nonneg(c, "not_before_ns", where)))
+                not_before_ns=r.nonneg(c, "not_before_ns", where),
+                noc_ns=r.optional_nonneg(local, "noc_ns", f"{where}.local_execute")))
         else:
             raise r.fail(f"{where}.call", f"must be 'preload_async' or 'execute', got {kind!r}")
     dp = DeviceProgram(name=r.string(obj, "name", ""), chip=chip, scheme=scheme,
                        tile_to_core=tuple(tiles), op_names=tuple(names), op_flops=tuple(flops),
-                       calls=tuple(calls))
+                       calls=tuple(calls), timing=timing)
     try:
         _check_structure(dp.plan_program(), n, "program")
     except InputError as e:

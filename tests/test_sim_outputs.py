@@ -7,9 +7,11 @@ from collections import defaultdict
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elk_opt.cli import main
 from elk_opt.errors import InputError
+from elk_opt.evaluate import evaluate
 from elk_opt.io import save_plan
 from elk_opt.lower import (
     ExecuteCall,
@@ -104,9 +106,9 @@ def check_trace(trace: dict) -> None:
 
 
 @settings(max_examples=30)
-@given(random_plans())
-def test_traces_are_valid(plan):
-    trace = trace_events(simulate(plan))
+@given(random_plans(), st.sampled_from(["none", "port", "full"]))
+def test_traces_are_valid(plan, sharing):
+    trace = trace_events(simulate(plan, sharing=sharing))
     check_trace(json.loads(json.dumps(trace)))
 
 
@@ -118,11 +120,16 @@ def test_simulate_and_lower_commands(tmp_path, capsys):
     assert main(["simulate", str(plan_path), "--json", "--trace", str(trace),
                  "--plot", str(png)]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {"makespan_ns", "hbm_util", "noc_util", "tflops"} <= out.keys()
-    assert out["makespan_ns"] >= out["analytic_makespan_ns"] == plan.claims.makespan_ns
+    assert {"makespan_ns", "hbm_util", "noc_util", "tflops", "sharing"} <= out.keys()
+    section_5 = evaluate(plan.instance, plan.choice, plan.program, plan.release_ns,
+                         timing="separate-noc").makespan_ns
+    assert out["makespan_ns"] >= section_5
+    assert out["analytic_makespan_ns"] == plan.claims.makespan_ns
     check_trace(json.loads(trace.read_text()))
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert main(["simulate", str(plan_path), "--no-contention", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["makespan_ns"] == section_5
+    assert main(["simulate", str(plan_path), "--sharing", "port", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["makespan_ns"] == plan.claims.makespan_ns
     dp_path = tmp_path / "device-program.json"
     assert main(["lower", str(plan_path), "-o", str(dp_path)]) == 0

@@ -1,5 +1,6 @@
-"""The event simulator: exact without contention, only slower with it, mesh no faster than its
-all-to-all twin, SRAM within R5, max-min fair sharing, XY routing."""
+"""The event simulator: exact without sharing (section 5) and with only the NoC port shared
+(section 5b), only slower with full contention, mesh no faster than its all-to-all twin, SRAM
+within R5, max-min fair sharing, XY routing."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elk_opt.errors import UsageError
-from elk_opt.evaluate import evaluate_plan
+from elk_opt.evaluate import evaluate, evaluate_plan
 from elk_opt.methods import METHODS, heuristics, solve
 from elk_opt.problem import (
     Chip,
@@ -25,20 +26,23 @@ from elk_opt.problem import (
     Op,
     Plan,
     PreloadPlan,
+    Timing,
     Warmup,
 )
-from elk_opt.simulator import all_to_all_twin, simulate
+from elk_opt.simulator import EXACT_SHARING, all_to_all_twin, simulate
 from elk_opt.simulator.flows import max_min_speeds
 from elk_opt.simulator.network import build_network, dor_link_loads, hbm_port_routers
 from elk_opt.solution import SolveOptions, make_plan
 from elk_opt.synthetic import synthetic_instance
 from elk_opt.zoo import model_instance, model_names
 from tests.strategies import random_instances, synthetic_instances
+from tests.tiny import only_choice, parse, tiny_instance
 
 SLACK = 1e-6  # ns, floating point in contended replays
 
 
-def random_plan(instance: Instance, rng: random.Random) -> Plan:
+def random_plan(instance: Instance, rng: random.Random,
+                timing: Timing = "separate-noc") -> Plan:
     """Any valid program: random pairs, random topological execution order, random preload
     order and issue points (preloads after executes, 0-ns preloads), random release times."""
     n = len(instance.ops)
@@ -77,12 +81,14 @@ def random_plan(instance: Instance, rng: random.Random) -> Plan:
     horizon = max(1, sum(op.exec_plans[0].time_ns for op in instance.ops))
     release = {x: rng.randint(0, horizon) for x in program if rng.random() < 0.08}
     return make_plan(instance, choice, program, method="random", started=time.perf_counter(),
-                     release_ns=release)
+                     release_ns=release, timing=timing)
 
 
 @st.composite
 def random_plans(draw, instances=synthetic_instances(max_ops=30)) -> Plan:  # noqa: B008
-    return random_plan(draw(instances), draw(st.randoms(use_true_random=False)))
+    """Random plans of either timing."""
+    return random_plan(draw(instances), draw(st.randoms(use_true_random=False)),
+                       draw(st.sampled_from(["separate-noc", "shared-noc"])))
 
 
 def mesh_of(chip: Chip, link_scale: int = 16, ports: int = 8) -> Chip:
@@ -93,38 +99,45 @@ def mesh_of(chip: Chip, link_scale: int = 16, ports: int = 8) -> Chip:
 
 
 def assert_exact(plan: Plan, chip: Chip | None = None) -> None:
-    s = evaluate_plan(plan)
-    r = simulate(plan, contention=False, chip=chip)
-    assert r.makespan_ns == s.makespan_ns == r.analytic_makespan_ns
-    for i, o in enumerate(r.ops):
-        assert (o.load_start_ns, o.load_end_ns) == (s.load_start[i], s.load_end[i])
-        assert (o.exec_start_ns, o.exec_end_ns) == (s.exec_start[i], s.exec_end[i])
+    """Sharing `none` replays section 5, `port` section 5b (on the chip simulated), to the ns."""
+    on_chip = plan.instance if chip is None else dataclasses.replace(plan.instance, chip=chip)
+    for timing, sharing in EXACT_SHARING.items():
+        s = evaluate(on_chip, plan.choice, plan.program, plan.release_ns, timing=timing)
+        r = simulate(plan, sharing=sharing, chip=chip)
+        assert r.makespan_ns == s.makespan_ns
+        for i, o in enumerate(r.ops):
+            assert (o.load_start_ns, o.load_end_ns) == (s.load_start[i], s.load_end[i])
+            assert (o.exec_start_ns, o.exec_end_ns) == (s.exec_start[i], s.exec_end[i])
+        assert r.analytic_makespan_ns == evaluate_plan(plan).makespan_ns  # on the plan's chip
+        if timing == "shared-noc":
+            assert r.shared_noc_makespan_ns == s.makespan_ns
 
 
-# ---------------------------------------------------------------- exact without contention
+# ---------------------------------------------------------------- exact without sharing
 
 @settings(max_examples=1000)
-@given(random_plans(random_instances(max_ops=8, max_plans=3)))
-def test_no_contention_is_exact_on_random_dags(plan):
+@given(random_plans(random_instances(max_ops=8, max_plans=3, noc=True)))
+def test_exact_sharing_on_random_dags(plan):
     assert_exact(plan)
 
 
 @settings(max_examples=500)
 @given(random_plans(), st.booleans())
-def test_no_contention_is_exact_on_synthetic_plans(plan, on_mesh):
+def test_exact_sharing_on_synthetic_plans(plan, on_mesh):
     assert_exact(plan, mesh_of(plan.instance.chip) if on_mesh else None)
 
 
 @pytest.mark.parametrize("method", sorted(m for m, info in METHODS.items()
                                           if info.family != "bound"))
-def test_no_contention_is_exact_for_every_method(method):
+def test_exact_sharing_for_every_method(method):
     exact = METHODS[method].family == "exact"  # warm-started, so a plan always comes back
     options = SolveOptions(time_limit_s=5, warm_start="basic" if exact else None)
     for seed in range(2):
         instance = synthetic_instance(ops=10 if seed else 7, plans=3, seed=seed, tightness=0.5)
         plan = solve(instance, method, options)
-        r = simulate(plan, contention=False)
+        r = simulate(plan, sharing=EXACT_SHARING[plan.timing])
         assert plan.claims is not None and r.makespan_ns == plan.claims.makespan_ns
+        assert r.analytic_makespan_ns == plan.claims.makespan_ns
 
 
 # ---------------------------------------------------------------- contention
@@ -133,8 +146,9 @@ def test_no_contention_is_exact_for_every_method(method):
 @given(random_plans(), st.sampled_from([None, 1, 16]))
 def test_contention_only_slows(plan, mesh_scale):
     chip = None if mesh_scale is None else mesh_of(plan.instance.chip, mesh_scale)
-    s = evaluate_plan(plan)
-    r = simulate(plan, contention=True, chip=chip)
+    s = evaluate(plan.instance, plan.choice, plan.program, plan.release_ns,
+                 timing="separate-noc")
+    r = simulate(plan, sharing="full", chip=chip)
     assert r.makespan_ns >= s.makespan_ns
     for i, o in enumerate(r.ops):
         assert o.load_start_ns >= s.load_start[i] - SLACK
@@ -168,7 +182,7 @@ def test_uncontended_capacity_means_no_slowdown():
     instance = synthetic_instance(ops=24, plans=3, seed=1)
     roomy = dataclasses.replace(instance.chip, hbm_bytes_per_s=10**18, noc=Noc(
         "all_to_all", 10**18), extra={"sram_port_bytes_per_s": 10**18})
-    plan = solve(instance, "basic")
+    plan = solve(instance, "basic", SolveOptions(timing="separate-noc"))
     assert simulate(plan, chip=roomy).makespan_ns == plan.claims.makespan_ns
 
 
@@ -185,25 +199,25 @@ def test_chip_swap_needs_same_cores_and_sram():
 # ---------------------------------------------------------------- metrics
 
 @settings(max_examples=150)
-@given(random_plans(), st.booleans(), st.booleans())
-def test_peak_sram_within_static_r5(plan, contention, on_mesh):
+@given(random_plans(), st.sampled_from(["none", "port", "full"]), st.booleans())
+def test_peak_sram_within_static_r5(plan, sharing, on_mesh):
     chip = mesh_of(plan.instance.chip) if on_mesh else None
-    r = simulate(plan, contention=contention, chip=chip)
+    r = simulate(plan, sharing=sharing, chip=chip)
     assert r.peak_sram_bytes <= evaluate_plan(plan).peak_sram_bytes
     assert min(level for _t, level in r.sram_timeline) >= 0
 
 
 @settings(max_examples=60)
-@given(random_plans(), st.booleans())
-def test_breakdown_and_utilisation_add_up(plan, contention):
-    r = simulate(plan, contention=contention)
+@given(random_plans(), st.sampled_from(["none", "port", "full"]))
+def test_breakdown_and_utilisation_add_up(plan, sharing):
+    r = simulate(plan, sharing=sharing)
     b = r.breakdown
     total = b.overlapped_ns + b.exec_only_ns + b.preload_only_ns + b.stall_ns
     assert total == pytest.approx(r.makespan_ns, abs=1.0)
     assert min(b.overlapped_ns, b.exec_only_ns, b.preload_only_ns, b.stall_ns) >= -SLACK
     busy = sum(o.exec_end_ns - o.exec_start_ns for o in r.ops)
     assert b.overlapped_ns + b.exec_only_ns == pytest.approx(busy, abs=1e-3)
-    if contention:  # capacities hold, so averages are at most 1
+    if sharing == "full":  # capacities hold, so averages are at most 1
         assert r.hbm_util <= 1 + 1e-9
         assert r.noc_util <= 1 + 1e-9
     hbm = sum(op.hbm_bytes for op, c in zip(plan.instance.ops, plan.choice, strict=True)
@@ -214,7 +228,7 @@ def test_breakdown_and_utilisation_add_up(plan, contention):
 
 def test_tflops():
     instance = synthetic_instance(ops=24, plans=3, seed=3)
-    r = simulate(solve(instance, "basic"), contention=False)
+    r = simulate(solve(instance, "basic"), sharing="none")
     flops = sum(op.flops for op in instance.ops)
     assert r.tflops == pytest.approx(flops / (r.makespan_ns * 1e-9) / 1e12)
 
@@ -307,15 +321,17 @@ def test_mesh_network_patterns():
 
 @pytest.mark.parametrize("model", model_names())
 def test_zoo_models_on_both_presets(model):
-    """Two-layer zoo models: exact without contention, slower with it, SRAM within R5, and
-    the mesh preset no faster than its all-to-all twin."""
+    """Two-layer zoo models: exact without sharing and with the port shared, slower than
+    section 5 with full contention, SRAM within R5, and the mesh preset no faster than its
+    all-to-all twin."""
     for chip in ("ipu-pod4-hbm3e", "ipu-pod4-mesh"):
         instance = model_instance(model, chip, layers=2)
         for method in ("basic", "static", "elk-dyn", "lhs"):
             plan = solve(instance, method)
             assert_exact(plan)
             r = simulate(plan)
-            assert r.makespan_ns >= r.analytic_makespan_ns
+            assert r.makespan_ns >= evaluate(plan.instance, plan.choice, plan.program,
+                                             timing="separate-noc").makespan_ns
             assert r.peak_sram_bytes <= evaluate_plan(plan).peak_sram_bytes
             if chip == "ipu-pod4-mesh":
                 twin = simulate(plan, chip=all_to_all_twin(instance.chip))
@@ -336,7 +352,8 @@ def test_bottlenecks_name_the_saturated_resource():
 def test_a_load_and_an_execute_share_the_ingress_link_by_hand():
     """4 cores, 1 B/ns links. E0 shifts 100 B per core in 100 ns and P1 delivers 100 B per
     core in 100 ns: each alone fills every core's ingress link, so together they run at half
-    speed and both end at 200 ns; E1 (10 ns) then ends at 210 instead of the analytic 110."""
+    speed and both end at 200 ns; E1 (10 ns) then ends at 210 instead of section 5's 110.
+    Section 5b splits the port the same way here: each asks for all of it."""
     plans = dict(preload_plans=(PreloadPlan(0, 0, 0),), warmup=(Warmup(0, 0, 0),))
     op0 = Op("e0", "matmul", None, (), 0, 0, exec_plans=(ExecPlan(0, 100, 0, 100),), **plans)
     op1 = Op("e1", "matmul", None, (0,), 400, 0, exec_plans=(ExecPlan(0, 10, 100, 0),),
@@ -346,10 +363,23 @@ def test_a_load_and_an_execute_share_the_ingress_link_by_hand():
     instance = Instance("by-hand", chip, (op0, op1))
     plan = make_plan(instance, [Choice(0, 0), Choice(0, 0)],
                      [("P", 0), ("P", 1), ("E", 0), ("E", 1)], method="hand",
-                     started=time.perf_counter())
+                     started=time.perf_counter(), timing="separate-noc")
     r = simulate(plan)
-    assert plan.claims.makespan_ns == 110
+    assert plan.claims.makespan_ns == 110 == r.analytic_makespan_ns
+    assert r.shared_noc_makespan_ns == 210 and r.slowdown_vs_shared_noc == 1.0
     assert r.ops[1].load_end_ns == pytest.approx(200) and r.ops[0].exec_end_ns == pytest.approx(200)
     assert r.makespan_ns == 210
     assert r.breakdown.overlapped_ns == pytest.approx(200)
     assert dict(r.bottlenecks)["core_in"] == pytest.approx(800 / (4 * 210))  # bytes in / cap
+
+
+def test_exact_past_a_second():
+    """Exact replays stay exact however long the plan: P1 ends 1 ns after E0, past 1 s."""
+    second = 1_000_000_000
+    instance = tiny_instance([(0, 0, second, 0, 0), (second + 1, 0, 5, 0, 0)],
+                             inputs=[(), (0,)])
+    for timing in ("separate-noc", "shared-noc"):
+        plan = make_plan(instance, only_choice(instance), parse("P0 P1 E0 E1"),
+                         method="hand", started=time.perf_counter(), timing=timing)
+        assert plan.claims.makespan_ns == second + 6
+        assert_exact(plan)

@@ -1,7 +1,10 @@
 """`elk-opt simulate plan.json`: replay a plan with shared HBM, NoC and SRAM ports.
 
 Accepts a plan (`elk-plan/1`, lowered on the fly) or a lowered `elk-device-program/1`.
-`--chip` replays on another chip's network (same cores and SRAM per core).
+`--sharing` picks what is shared: `full` (HBM, NoC and SRAM ports; the default, also
+`--contention`), `port` (only the NoC port: section 5b exactly) or `none` (section 5 exactly,
+also `--no-contention`). `--chip` replays on another chip's network (same cores and SRAM per
+core).
 """
 
 from __future__ import annotations
@@ -11,10 +14,16 @@ import json
 import sys
 
 from elk_opt.chips import load_chip
-from elk_opt.evaluate import evaluate_plan
 from elk_opt.io import plan_from_dict, read_json, save_json
 from elk_opt.lower import DEVICE_FORMAT, device_program_from_dict, lower, retarget
-from elk_opt.simulator import SimResult, simulate_program
+from elk_opt.simulator import (
+    EXACT_SHARING,
+    SHARINGS,
+    SimResult,
+    analytic_makespans,
+    exact_makespan,
+    simulate_program,
+)
 from elk_opt.simulator.trace import trace_events
 
 
@@ -23,9 +32,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description="Replay a plan, or a lowered device program, with shared "
                                    "HBM, NoC and SRAM ports (max-min fair fluid flows).")
     p.add_argument("plan", metavar="plan.json", help="a plan or a lowered device program")
-    p.add_argument("--contention", action=argparse.BooleanOptionalAction, default=True,
-                   help="share HBM, NoC and SRAM ports between concurrent activities "
-                        "(--no-contention reproduces the analytic makespan)")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--sharing", choices=SHARINGS, default="full",
+                      help="what a load and an execute share: full (HBM, NoC and SRAM ports, "
+                           "max-min fair; default), port (only the NoC port: section 5b "
+                           "exactly) or none (section 5 exactly)")
+    mode.add_argument("--contention", dest="sharing", action="store_const", const="full",
+                      help="same as --sharing full")
+    mode.add_argument("--no-contention", dest="sharing", action="store_const", const="none",
+                      help="same as --sharing none")
     p.add_argument("--chip", default=None, metavar="NAME_OR_TOML",
                    help="replay on this chip's network (same cores and SRAM per core)")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
@@ -40,17 +55,19 @@ def run(args: argparse.Namespace) -> int:
     raw = read_json(args.plan)
     if isinstance(raw, dict) and raw.get("format") == DEVICE_FORMAT:
         dp = device_program_from_dict(raw, args.plan)
-        analytic = None  # the replay without contention
-        if args.chip is not None:
+        analytic = shared_noc = None  # the program's exact replays
+        if args.chip is not None:  # the analytic makespan on the program's own chip
+            analytic = exact_makespan(dp, EXACT_SHARING[dp.timing])
             dp = retarget(dp, load_chip(args.chip))
     else:
         plan = plan_from_dict(raw, args.plan)
-        analytic = evaluate_plan(plan).makespan_ns
-        dp = lower(plan, load_chip(args.chip) if args.chip else None)
+        chip = load_chip(args.chip) if args.chip else None
+        analytic, shared_noc = analytic_makespans(plan, chip)
+        dp = lower(plan, chip)
     print(f"simulating {dp.name}: {len(dp.op_names)} ops on {dp.chip.name} "
-          f"({dp.chip.noc.topology}), contention {'on' if args.contention else 'off'}...",
-          file=sys.stderr)
-    result = simulate_program(dp, contention=args.contention, analytic_ns=analytic)
+          f"({dp.chip.noc.topology}), sharing {args.sharing}...", file=sys.stderr)
+    result = simulate_program(dp, sharing=args.sharing, analytic_ns=analytic,
+                              shared_noc_ns=shared_noc)
     if result.peak_sram_bytes > result.sram_bytes:
         print(f"warning: peak SRAM {result.peak_sram_bytes:,} B per core exceeds the "
               f"{result.sram_bytes:,} B available (rule R5)", file=sys.stderr)
@@ -68,9 +85,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _print_summary(r: SimResult) -> None:
     b = r.breakdown
-    mode = "contention" if r.contention else "no contention"
-    print(f"{r.chip} ({r.topology}, {mode}): makespan {r.makespan_ns:,} ns, "
-          f"{r.slowdown:.3f}x the analytic {r.analytic_makespan_ns:,} ns")
+    print(f"{r.chip} ({r.topology}, {r.label}): makespan {r.makespan_ns:,} ns")
+    print(f"  {r.slowdown:.3f}x the plan's analytic {r.analytic_makespan_ns:,} ns ({r.timing}), "
+          f"{r.slowdown_vs_shared_noc:.3f}x section 5b's {r.shared_noc_makespan_ns:,} ns")
     print(f"  HBM {r.hbm_util:.1%}  NoC {r.noc_util:.1%}  {r.tflops:,.1f} TFLOPS  "
           f"peak SRAM {r.peak_sram_bytes:,} of {r.sram_bytes:,} B per core")
     print(f"  overlapped {b.overlapped_ns:,.0f} ns, exec only {b.exec_only_ns:,.0f} ns, "

@@ -1,26 +1,20 @@
-"""Discrete-event fluid replay of a lowered device program.
+"""Discrete-event replay of a lowered device program.
 
 The replay enforces the three synchronisation rules of `elk_opt.lower` and nothing else: the
 call pointer stops at an execute until it returns; non-empty preloads start in call order, one
 at a time (a DMA queue), not before their `not_before_ns`; an execute waits for its own tag and
-its `not_before_ns`, then runs `distribute_data` (the warm-up) and `local_execute`.
+its `not_before_ns`, then runs its phases (`distribute_data`, the warm-up, then
+`local_execute`; one port activity under `port` sharing).
 
-Each running phase is a fluid flow whose work is its uncontended duration in ns. Between two
-events (a flow finishing, a release time passing) the set of flows is fixed, so their speeds
-(`flows.max_min_speeds` over the network's resources, or 1 without contention) are constant
-and the replay jumps straight to the next event. At most one load and one execute phase run at
-once, so an event costs one small max-min computation.
+Each running phase is a flow with work left (`sharing`). Between two events (a flow finishing, a
+release time passing) the set of flows is fixed, so their rates (`sharing.model(...).rates`)
+are constant and the replay jumps straight to the next event: the earliest release, or a flow's
+end at `t + ceil(left / rate)` (exact models) or `t + left / rate` (`full`). At most one load
+and one execute phase run at once, so an event costs one small rate computation.
 
-Demands per core, over a phase's uncontended duration d:
-- load: `hbm_bytes / cores` from HBM (the `hbm` pattern), the rest of the preload layout
-  (`space_bytes` beyond that, i.e. replication) shifted between cores (`ring`), every byte
-  written through the SRAM port and replicated bytes also read at the sender;
-- distribute_data: the preloaded bytes shifted between cores (`ring`), read and written;
-- local_execute: `noc_bytes` shifted between cores (`ring`), read and written, plus one read of
-  the execute layout (`space_bytes`) by the local computation.
-
-Without contention every time is an integer sum of integer durations (exact in floating point
-below 2**53 ns), so the replay reproduces DESIGN.md section 5 to the nanosecond.
+The `none` and `port` models count integer work, so their replays are integers throughout and
+reproduce DESIGN.md sections 5 and 5b to the nanosecond; `full` is floating point, and flows
+that end within a relative 1e-9 of each other end together.
 """
 
 from __future__ import annotations
@@ -32,77 +26,50 @@ from dataclasses import dataclass
 import numpy as np
 
 from elk_opt.lower import DeviceProgram, ExecuteCall, PreloadCall
-from elk_opt.simulator.flows import max_min_speeds
 from elk_opt.simulator.network import CORE_IN, HBM, Network
+from elk_opt.simulator.sharing import Flow, Number, Sharing, model
 
 TOLERANCE = 1e-9  # relative, for flows finishing together in floating point
 
 
-@dataclass
-class _Flow:
-    phase: str  # "load" | "distribute" | "local"
-    op: int
-    left: float  # uncontended ns of work still to do
-    demand: np.ndarray  # bytes/s per resource at full speed
-
-
 @dataclass(frozen=True)
 class Replay:
-    """Raw per-op times (ns, floats) and the rate segments of one replay."""
+    """Raw per-op times (ns; integers when exact) and the rate segments of one replay."""
 
-    load_issue: tuple[float, ...]
-    load_start: tuple[float, ...]
-    load_end: tuple[float, ...]
-    exec_issue: tuple[float, ...]
-    exec_start: tuple[float, ...]  # after the wait: distribute_data starts
-    distribute_end: tuple[float, ...]
-    exec_end: tuple[float, ...]
+    load_issue: tuple[Number, ...]
+    load_start: tuple[Number, ...]
+    load_end: tuple[Number, ...]
+    exec_issue: tuple[Number, ...]
+    exec_start: tuple[Number, ...]  # after the wait: the warm-up starts
+    distribute_end: tuple[Number, ...]  # port: when the execute has done its warm-up's units
+    exec_end: tuple[Number, ...]
     segments: tuple[tuple[float, float, float, float], ...]  # (t0, t1, HBM B/s, NoC B/s)
     resource_bytes: tuple[float, ...]  # bytes each resource carried over the replay
-    end_ns: float
+    end_ns: Number
     events: int
 
 
-def _demand(net: Network, dur_ns: int, hbm: float, ring: float, sram: float) -> np.ndarray:
-    if dur_ns == 0:
-        return np.zeros_like(net.capacity)
-    per_core = hbm * net.hbm_pattern + ring * net.ring_pattern + sram * net.sram_unit
-    return per_core / (dur_ns * 1e-9)
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
 
 
-def load_flow(net: Network, c: PreloadCall) -> _Flow:
-    from_hbm = c.hbm_bytes / net.chip.cores
-    replicated = max(0.0, c.space_bytes - from_hbm)
-    demand = _demand(net, c.load_ns, from_hbm, replicated, from_hbm + 2 * replicated)
-    return _Flow("load", c.op, float(c.load_ns), demand)
-
-
-def distribute_flow(net: Network, c: ExecuteCall) -> _Flow:
-    b = c.distribute_bytes
-    return _Flow("distribute", c.op, float(c.distribute_ns),
-                 _demand(net, c.distribute_ns, 0, b, 2 * b))
-
-
-def local_flow(net: Network, c: ExecuteCall) -> _Flow:
-    b = c.noc_bytes
-    return _Flow("local", c.op, float(c.local_ns),
-                 _demand(net, c.local_ns, 0, b, c.space_bytes + 2 * b))
-
-
-def replay(dp: DeviceProgram, net: Network, contention: bool = True) -> Replay:
+def replay(dp: DeviceProgram, net: Network, sharing: Sharing = "full") -> Replay:
+    m = model(sharing, net)
     n = len(dp.op_names)
     nan = math.nan
-    rec = {k: [nan] * n for k in ("load_issue", "load_start", "load_end", "exec_issue",
-                                  "exec_start", "distribute_end", "exec_end")}
+    rec: dict[str, list[Number]] = {
+        k: [nan] * n for k in ("load_issue", "load_start", "load_end", "exec_issue",
+                               "exec_start", "distribute_end", "exec_end")}
     calls = dp.calls
     pc = 0
-    t = 0.0
+    t: Number = 0
     queue: deque[PreloadCall] = deque()
     empty: list[PreloadCall] = []  # 0-ns preloads waiting for their release
     done = [False] * n
-    loading: _Flow | None = None
+    loading: Flow | None = None
     executing: ExecuteCall | None = None  # from issue to return
-    phase: _Flow | None = None
+    phases: deque[Flow] = deque()  # the executing call's phases still to start
+    phase: Flow | None = None
     segments: list[tuple[float, float, float, float]] = []
     carried = np.zeros_like(net.capacity)
     events = 0
@@ -127,7 +94,7 @@ def replay(dp: DeviceProgram, net: Network, contention: bool = True) -> Replay:
             if loading is None and queue and queue[0].not_before_ns <= t:
                 c = queue.popleft()
                 rec["load_start"][c.op] = t
-                loading = load_flow(net, c)
+                loading = m.load(c)
                 changed = True
             if loading is not None and loading.left <= 0:
                 rec["load_end"][loading.op] = t
@@ -137,43 +104,57 @@ def replay(dp: DeviceProgram, net: Network, contention: bool = True) -> Replay:
                     and math.isnan(rec["exec_start"][executing.op])
                     and executing.not_before_ns <= t):
                 rec["exec_start"][executing.op] = t
-                phase = distribute_flow(net, executing)
+                phases.extend(m.execute(executing))
+                phase = phases.popleft()
+                if phase.warm_left is not None and phase.warm_left >= phase.left:
+                    rec["distribute_end"][phase.op] = t  # no warm-up
+                    phase.warm_left = None
                 changed = True
             if phase is not None and phase.left <= 0:
                 changed = True
                 if phase.phase == "distribute":
                     rec["distribute_end"][phase.op] = t
-                    phase = local_flow(net, executing)  # type: ignore[arg-type]
+                if phases:
+                    phase = phases.popleft()
                 else:
                     rec["exec_end"][phase.op] = t
                     phase = executing = None
         flows = [f for f in (loading, phase) if f is not None]
-        horizon = math.inf
+        horizon: Number = math.inf
         if loading is None and queue:
-            horizon = float(queue[0].not_before_ns)
+            horizon = queue[0].not_before_ns
         if empty:
             horizon = min(horizon, min(c.not_before_ns for c in empty))
         if executing is not None and phase is None and done[executing.op]:
             horizon = min(horizon, executing.not_before_ns)
         if flows:
-            if contention:
-                speeds = max_min_speeds(np.stack([f.demand for f in flows]), net.capacity)
+            rates = m.rates(flows)
+            if m.exact:
+                ends: list[Number] = [t + _ceil_div(int(f.left), int(r))
+                                      for f, r in zip(flows, rates, strict=True)]
             else:
-                speeds = np.ones(len(flows))
-            finish = [t + f.left / s for f, s in zip(flows, speeds, strict=True)]
-            horizon = min(horizon, float(min(finish)))
+                ends = [t + f.left / r for f, r in zip(flows, rates, strict=True)]
+            horizon = min(horizon, min(ends))
         if horizon == math.inf:
             break
-        slack = TOLERANCE * max(1.0, horizon)
         if flows:
-            hbm = noc = 0.0
-            for f, s, end in zip(flows, speeds, finish, strict=True):
-                f.left = 0.0 if end <= horizon + slack else f.left - s * (horizon - t)
-                hbm += s * f.demand[HBM]
-                noc += s * f.demand[CORE_IN] * net.chip.cores  # bytes into the cores
-            if horizon > t:
-                segments.append((t, horizon, float(hbm), float(noc)))
-                carried += (speeds @ np.stack([f.demand for f in flows])) * (horizon - t) * 1e-9
+            slack = 0 if m.exact else TOLERANCE * max(1.0, horizon)
+            step = horizon - t
+            done_units = [f.left if end <= horizon + slack else r * step
+                          for f, r, end in zip(flows, rates, ends, strict=True)]
+            for f, r, units in zip(flows, rates, done_units, strict=True):
+                if f.warm_left is not None and f.left - units <= f.warm_left:
+                    rec["distribute_end"][f.op] = t + _ceil_div(int(f.left - f.warm_left),
+                                                                int(r))
+                    f.warm_left = None
+                f.left -= units
+            if step > 0:  # average rates over the segment, from the work actually done
+                speeds = np.array([units / (step * f.scale)
+                                   for f, units in zip(flows, done_units, strict=True)])
+                use = speeds @ np.stack([f.demand for f in flows])  # bytes/s per resource
+                segments.append((t, horizon, float(use[HBM]),
+                                 float(use[CORE_IN]) * net.chip.cores))  # bytes into the cores
+                carried += use * step * 1e-9
         t = horizon
         events += 1
     if pc < len(calls) or executing is not None:

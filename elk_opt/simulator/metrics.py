@@ -1,11 +1,15 @@
 """What a replay measured: makespan, bandwidth use, TFLOPS, the paper's breakdown, SRAM.
 
+Every result also carries two analytic makespans to compare with: the plan's own (under its
+timing, section 5 or 5b) and section 5b's, so a replay with full contention says how far it is
+from each.
+
 Utilisations are averages over the makespan: HBM bytes moved over `makespan * hbm_bytes_per_s`;
 NoC bytes delivered into cores (HBM distribution, replication, warm-up and execute traffic) over
 `makespan * cores * link_bytes_per_s`, the same definition on both topologies. The breakdown
 splits the makespan into execution overlapped with a load, execution only, load only and
 stalls (neither). Bottlenecks: the resources with the highest average utilisation (above 1
-without contention means the plan's own timing oversubscribes the resource).
+without full contention means the plan's timing oversubscribes the resource).
 
 SRAM occupancy per core (every core holds the same bytes): a preload reserves its preload-layout
 space from the moment it starts until its execute starts, an execute holds its execute-layout
@@ -22,8 +26,10 @@ from typing import Any
 import numpy as np
 
 from elk_opt.lower import DeviceProgram, ExecuteCall, PreloadCall
+from elk_opt.problem import Timing
 from elk_opt.simulator.engine import TOLERANCE, Replay
 from elk_opt.simulator.network import Network
+from elk_opt.simulator.sharing import LABELS, Number, Sharing
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,8 @@ class Breakdown:
 
 @dataclass(frozen=True)
 class OpTimes:
+    """One op's times in ns: integers when the replay is exact (sharing `none` or `port`)."""
+
     name: str
     load_start_ns: float
     load_end_ns: float
@@ -47,9 +55,11 @@ class OpTimes:
 
 @dataclass(frozen=True)
 class SimResult:
-    makespan_ns: int
-    analytic_makespan_ns: int  # DESIGN.md section 5, no sharing
-    contention: bool
+    makespan_ns: int  # this replay's
+    sharing: Sharing
+    timing: Timing  # the plan's
+    analytic_makespan_ns: int  # under the plan's timing (DESIGN.md section 5 or 5b)
+    shared_noc_makespan_ns: int  # section 5b, on the chip simulated
     chip: str
     topology: str
     hbm_util: float
@@ -67,14 +77,26 @@ class SimResult:
 
     @property
     def slowdown(self) -> float:
-        return self.makespan_ns / self.analytic_makespan_ns if self.analytic_makespan_ns else 1.0
+        """This replay over the plan's analytic makespan."""
+        return _ratio(self.makespan_ns, self.analytic_makespan_ns)
+
+    @property
+    def slowdown_vs_shared_noc(self) -> float:
+        """This replay over the section-5b makespan."""
+        return _ratio(self.makespan_ns, self.shared_noc_makespan_ns)
+
+    @property
+    def label(self) -> str:
+        return LABELS[self.sharing]
 
     def summary(self) -> dict[str, Any]:
         """The scalar metrics, as `elk-opt simulate --json` prints them."""
         b = self.breakdown
-        return {"makespan_ns": self.makespan_ns,
-                "analytic_makespan_ns": self.analytic_makespan_ns,
-                "slowdown": round(self.slowdown, 6), "contention": self.contention,
+        return {"makespan_ns": self.makespan_ns, "sharing": self.sharing,
+                "timing": self.timing, "analytic_makespan_ns": self.analytic_makespan_ns,
+                "slowdown": round(self.slowdown, 6),
+                "shared_noc_makespan_ns": self.shared_noc_makespan_ns,
+                "slowdown_vs_shared_noc": round(self.slowdown_vs_shared_noc, 6),
                 "chip": self.chip, "topology": self.topology,
                 "hbm_util": round(self.hbm_util, 6), "noc_util": round(self.noc_util, 6),
                 "tflops": round(self.tflops, 6),
@@ -88,8 +110,15 @@ class SimResult:
                 "events_per_s": round(self.events / self.wall_s, 1) if self.wall_s else None}
 
 
-def whole_ns(t: float) -> int:
-    """Round a replay time up to whole nanoseconds (exact times stay as they are)."""
+def _ratio(a: int, b: int) -> float:
+    return a / b if b else 1.0
+
+
+def whole_ns(t: Number) -> int:
+    """A replay time in whole nanoseconds: exact (integer) replays as they are, floating-point
+    ones rounded up unless within the replay's tolerance of an integer."""
+    if isinstance(t, int):
+        return t
     return math.ceil(t - TOLERANCE * max(1.0, t))
 
 
@@ -149,8 +178,8 @@ def bottlenecks(net: Network, rep: Replay, seconds: float,
     return tuple((net.name(int(k)), float(util[k])) for k in order if util[k] > 0)
 
 
-def summarize(dp: DeviceProgram, net: Network, rep: Replay, *, contention: bool,
-              analytic_ns: int, wall_s: float) -> SimResult:
+def summarize(dp: DeviceProgram, net: Network, rep: Replay, *, sharing: Sharing,
+              analytic_ns: int, shared_noc_ns: int, wall_s: float) -> SimResult:
     chip = dp.chip
     makespan = whole_ns(rep.end_ns)
     seconds = makespan * 1e-9
@@ -161,7 +190,8 @@ def summarize(dp: DeviceProgram, net: Network, rep: Replay, *, contention: bool,
         "load_start", "load_end", "exec_issue", "exec_start", "distribute_end", "exec_end")))
         for i, name in enumerate(dp.op_names))
     return SimResult(
-        makespan_ns=makespan, analytic_makespan_ns=analytic_ns, contention=contention,
+        makespan_ns=makespan, sharing=sharing, timing=dp.timing,
+        analytic_makespan_ns=analytic_ns, shared_noc_makespan_ns=shared_noc_ns,
         chip=chip.name, topology=chip.noc.topology,
         hbm_util=hbm_bytes / (seconds * chip.hbm_bytes_per_s) if seconds else 0.0,
         noc_util=(noc_bytes / (seconds * chip.cores * chip.noc.link_bytes_per_s)

@@ -2,7 +2,7 @@
 
 Top: the preload and execute tracks (warm-up lighter than local execution, stalls visible as
 gaps). Middle: per-core SRAM occupancy against capacity. Bottom: HBM and NoC bandwidth in use as
-a share of their capacities (without contention a plan may ask for more than 100%). Written
+a share of their capacities (without full contention a plan may ask for more than 100%). Written
 atomically as PNG.
 """
 
@@ -47,11 +47,12 @@ def plot_timeline(result: SimResult, chip: Chip, path: str | Path) -> None:
                            ha="center", va="center", fontsize=7)
     gantt.set_yticks([0.5, 1.5], ["execute", "preload"])
     gantt.set_ylim(0, 2.5)  # room for the legend
-    mode = "with contention" if result.contention else "no contention"
     b = result.breakdown
     gantt.set_title(
-        f"{result.chip} ({result.topology}, {mode}): makespan {result.makespan_ns / 1e3:,.1f} us"
-        f" (analytic {result.analytic_makespan_ns / 1e3:,.1f} us); overlapped "
+        f"{result.chip} ({result.topology}, {result.label}): makespan "
+        f"{result.makespan_ns / 1e3:,.1f} us (analytic {result.timing} "
+        f"{result.analytic_makespan_ns / 1e3:,.1f} us, shared-noc "
+        f"{result.shared_noc_makespan_ns / 1e3:,.1f} us)\noverlapped "
         f"{b.overlapped_ns / 1e3:,.0f} us, exec only {b.exec_only_ns / 1e3:,.0f} us, "
         f"preload only {b.preload_only_ns / 1e3:,.0f} us, stall {b.stall_ns / 1e3:,.0f} us",
         fontsize=9)

@@ -29,8 +29,7 @@ def _slice(name: str, tid: int, start: float, end: float, **args: Any) -> dict[s
 def trace_events(result: SimResult) -> dict[str, Any]:
     events: list[dict[str, Any]] = [
         {"name": "process_name", "ph": "M", "pid": PID,
-         "args": {"name": f"{result.chip} ({result.topology}, "
-                          f"{'contention' if result.contention else 'no contention'})"}},
+         "args": {"name": f"{result.chip} ({result.topology}, {result.label})"}},
         {"name": "thread_name", "ph": "M", "pid": PID, "tid": LOAD_TID,
          "args": {"name": "preload (DMA queue)"}},
         {"name": "thread_name", "ph": "M", "pid": PID, "tid": EXEC_TID,
@@ -58,8 +57,10 @@ def trace_events(result: SimResult) -> dict[str, Any]:
     for t, level in result.sram_timeline:
         events.append(_counter("SRAM per core KiB", t, {"used": round(level / 1024, 3)}))
     return {"traceEvents": events, "displayTimeUnit": "ns",
-            "otherData": {"makespan_ns": result.makespan_ns,
-                          "analytic_makespan_ns": result.analytic_makespan_ns}}
+            "otherData": {"makespan_ns": result.makespan_ns, "sharing": result.sharing,
+                          "timing": result.timing,
+                          "analytic_makespan_ns": result.analytic_makespan_ns,
+                          "shared_noc_makespan_ns": result.shared_noc_makespan_ns}}
 
 
 def _counter(name: str, t: float, args: dict[str, float]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ class Cell:
     lower_bound_ns: int | None
     solve_s: float
     verified: bool
-    sim_ns: int | None  # simulated without contention (equals makespan_ns)
+    sim_ns: int | None  # simulated under the plan's timing, exactly (equals makespan_ns)
     sim_contention_ns: int | None
     error: str = ""
 
@@ -80,11 +80,11 @@ def _build(spec: InstanceSpec) -> Instance:
 
 def _simulate(plan: Any) -> tuple[int | None, int | None]:
     try:
-        from elk_opt.simulator import simulate
+        from elk_opt.simulator import EXACT_SHARING, simulate
     except ImportError:  # the simulator is optional for a study
         return None, None
-    return (simulate(plan, contention=False).makespan_ns,
-            simulate(plan, contention=True).makespan_ns)
+    return (simulate(plan, sharing=EXACT_SHARING[plan.timing]).makespan_ns,
+            simulate(plan, sharing="full").makespan_ns)
 
 
 @dataclass(frozen=True)

@@ -111,7 +111,7 @@ def run_sweep_cell(cell: SweepCell) -> SweepPoint:
     instance = model_instance(cell.model, chip, batch=cell.batch, kv_len=cell.kv_len,
                               layers=cell.layers, mode=cell.mode)
     plan = solve(instance, cell.method)
-    sim = simulate(plan, contention=True)
+    sim = simulate(plan, sharing="full")
     assert plan.claims is not None
     return SweepPoint(cell, len(instance.ops), plan.claims.makespan_ns, sim.makespan_ns,
                       cell.batch / (sim.makespan_ns * 1e-9), sim.hbm_util, sim.noc_util,
