@@ -197,15 +197,15 @@ def verify(plan: Plan | dict[str, Any] | str | Path) -> dict[str, Any]:
     return json_report(plan)
 
 
-def simulate(plan: Plan, *, contention: bool = True, chip: Chip | str | None = None
+def simulate(plan: Plan, *, sharing: str = "full", chip: Chip | str | None = None
              ) -> SimResult:
-    """Replay `plan` in the event simulator (`elk-opt simulate`): shared HBM, NoC and SRAM
-    ports with `contention`, section 5 exactly without. `chip`: replay on another network
-    with the same cores and SRAM. `result.summary()` is what `simulate --json` prints."""
+    """Replay `plan` in the event simulator (`elk-opt simulate`). `sharing`: "full" (shared
+    HBM, NoC and SRAM ports), "port" (only the NoC port: section 5b exactly) or "none"
+    (section 5 exactly). `chip`: replay on another network with the same cores and SRAM.
+    `result.summary()` is what `simulate --json` prints."""
     from elk_opt.simulator import simulate as run
 
-    return run(plan, contention=contention,
-               chip=load_chip(chip) if isinstance(chip, str) else chip)
+    return run(plan, sharing=sharing, chip=load_chip(chip) if isinstance(chip, str) else chip)
 
 
 def bound(instance: Instance, *, window: int = 12, window_time_s: float = 2.0,

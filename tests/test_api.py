@@ -192,11 +192,14 @@ def test_verify_reports_what_is_wrong(instance, tmp_path, capsys):
     assert printed["valid"] is False and "invalid JSON" in printed["malformed"]
 
 
-def test_simulate_without_contention_is_section_5(instance):
+def test_simulate_without_contention_is_section_5_and_port_only_is_5b(instance):
     plan = elk_opt.solve(instance, "elk-full", timing="separate-noc")
-    alone = elk_opt.simulate(plan, contention=False)
+    alone = elk_opt.simulate(plan, sharing="none")
     assert alone.makespan_ns == elk_opt.evaluate_plan(plan).makespan_ns
     assert elk_opt.simulate(plan).makespan_ns >= alone.makespan_ns
+    shared = elk_opt.solve(instance, "elk-full")  # shared-noc, the default
+    assert elk_opt.simulate(shared, sharing="port").makespan_ns == \
+        elk_opt.evaluate_plan(shared).makespan_ns
 
 
 def test_bound_is_the_bound_command_and_below_every_plan(instance, tmp_path):
