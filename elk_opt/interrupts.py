@@ -44,6 +44,20 @@ def install() -> None:
     signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back during a block that must not be cut short; they are
+    delivered when it ends. Processes started inside inherit the hold."""
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)
+
+
 @contextmanager
 def sigint_restored() -> Iterator[None]:
     """Run a block that may call a native solver; afterwards SIGINT is handled as before it."""

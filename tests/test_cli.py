@@ -60,7 +60,10 @@ def test_demo_runs_and_verifies(capsys, tmp_path):
     assert main(["demo", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "elk-full" in out and "FAILED" not in out
+    assert "planned and timed under shared-noc (DESIGN.md section 5b)" in out
+    assert "sect. 5 ns" in out  # each plan also timed under section 5, for reference
     assert "1-layer slice: CP-SAT" in out
+    assert json.loads((tmp_path / "basic.plan.json").read_text())["timing"] == "shared-noc"
     for name in ("instance.json", "slice.instance.json", "basic.plan.json",
                  "slice.cpsat.plan.json", "timeline.png", "methods.png"):
         assert (tmp_path / name).stat().st_size > 0, name
@@ -107,12 +110,19 @@ FLAG_VALUES = [  # (command and flag, value): every command takes its numbers th
     (["solve", "{i}", "--method", "basic", "-o", "{o}", "--gap"], "nan"),
     (["solve", "{i}", "--method", "basic", "-o", "{o}", "--seed"], "-1"),
     (["solve", "{i}", "--method", "basic", "-o", "{o}", "--timing"], "ideal-noc"),
+    (["gap", "-o", "{d}", "--time-limit"], "-1"),
+    (["gap", "-o", "{d}", "--time-limit"], "nan"),
+    (["gap", "-o", "{d}", "--workers"], "0"),
+    (["sweep", "--figure", "19", "-o", "{d}", "--workers"], "-2"),
+    (["sweep", "--figure", "19", "-o", "{d}", "--batch"], "0"),
+    (["compare", "{i}", "--time-limit"], "inf"),
     (["bound", "{i}", "--threads"], "0"),
     (["bound", "{i}", "--window-time"], "nan"),
     (["bound", "{i}", "--window"], "-1"),
     (["instance", "synthetic", "-o", "{o}", "--seed"], "-1"),
     (["instance", "llama2-7b", "-o", "{o}", "--batch"], "0"),
     (["instance", "llama2-7b", "-o", "{o}", "--layers"], "0"),
+    (["demo", "-o", "{d}", "--timing"], "5"),
 ]
 
 
@@ -146,6 +156,25 @@ def test_unwritable_outputs_fail_before_the_work(tmp_path, capsys, instance_file
     _one_line_exit_2(capsys, ["solve", str(instance_file), "--method", "basic", "-o", target],
                      "argument -o/--output", message)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["i.json"]
+
+
+@pytest.mark.parametrize("command", [["gap"], ["demo"], ["sweep", "--figure", "19"]])
+def test_an_output_folder_that_is_a_file_exits_2(capsys, instance_file, command):
+    before = instance_file.read_bytes()
+    _one_line_exit_2(capsys, [*command, "-o", str(instance_file)], "is not a directory")
+    assert instance_file.read_bytes() == before
+
+
+def test_an_unreachable_cluster_is_one_line(tmp_path, capsys, monkeypatch):
+    from elk_opt.studies import executors
+
+    monkeypatch.setattr(executors, "CONNECT_TIMEOUT_S", 1)
+    suite = tmp_path / "suite.toml"
+    suite.write_text('[[instance]]\nsource = "synthetic"\nops = 3\n')
+    _one_line_exit_2(capsys, ["gap", "--suite", str(suite), "--methods", "basic",
+                              "--executor", "dask", "--address", "tcp://127.0.0.1:9",
+                              "-o", str(tmp_path / "study")],
+                     "--address tcp://127.0.0.1:9: cannot reach a Dask scheduler")
 
 
 def test_a_closed_pipe_ends_quietly(tmp_path, instance_file):

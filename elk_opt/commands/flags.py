@@ -3,13 +3,14 @@
 Each type rejects a value the command could not use, before any work starts: argparse then
 prints one line naming the flag and the value, and the command exits 2. Numbers must be
 finite; counts positive; seeds non-negative; relative gaps within [0, 1]; an output file must
-be writable and not a directory.
+be writable and not a directory; an output folder must not be an existing file.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from elk_opt.errors import InputError
 from elk_opt.io import check_writable
@@ -71,7 +72,24 @@ def output_file(text: str) -> str:
     return text
 
 
+def output_dir(text: str) -> str:
+    """A folder the command will create if needed."""
+    if not text:
+        raise argparse.ArgumentTypeError("output folder is empty")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise argparse.ArgumentTypeError(f"{text}: exists and is not a directory")
+    return text
+
+
 def add_timing(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timing", choices=TIMINGS, default=DEFAULT_TIMING,
                    help="the semantics every method optimizes and claims: shared-noc "
                         "(DESIGN.md 5b, the default) or separate-noc (section 5)")
+
+
+def add_executor(p: argparse.ArgumentParser, executors: tuple[str, ...]) -> None:
+    p.add_argument("--executor", choices=executors, default="local")
+    p.add_argument("--workers", type=positive_int, default=None,
+                   help="worker processes (default: one per CPU)")
+    p.add_argument("--address", default=None, help="scheduler address of an existing cluster")
