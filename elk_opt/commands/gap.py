@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from elk_opt.commands.flags import add_executor, add_timing, output_dir, positive_float
@@ -31,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_executor(p, EXECUTORS)
     p.add_argument("--update-baseline", action="store_true",
                    help="record every heuristic's makespan and the proven optima of this suite "
-                        "as the regression baseline")
+                        "as the regression baseline under --timing (other timings' records "
+                        "are kept)")
     p.add_argument("--baseline", type=Path, default=DEFAULT_PATH, metavar="PATH",
                    help=f"baseline file for --update-baseline (default {DEFAULT_PATH})")
     p.set_defaults(func=run)
@@ -49,8 +51,11 @@ def run(args: argparse.Namespace) -> int:
                       executor=args.executor, workers=args.workers, address=args.address)
     rows = write_report(cells, out)
     if args.update_baseline:
-        write_baseline(specs, cells, args.baseline)
-        print(f"baseline of {len(specs)} instances -> {args.baseline}")
+        dropped = write_baseline(specs, cells, args.baseline, args.timing)
+        print(f"baseline of {len(specs)} instances under {args.timing} -> {args.baseline}")
+        if dropped:
+            print(f"{len(dropped)} instances changed, so their records under other timings "
+                  f"were dropped: {', '.join(dropped)}", file=sys.stderr)
     print(f"{len(specs)} instances x {len(methods)} methods under {args.timing} -> "
           f"{out}/gap.csv, summary.md, gap_by_method.png, gap_by_size.png")
     print(f"{'method':<10} {'median gap':>11} {'worst gap':>10} {'proven':>7}")
