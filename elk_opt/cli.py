@@ -1,16 +1,21 @@
 """`elk-opt`: the command line. Subcommands live in `elk_opt.commands`, one module each.
 
-Every expected failure (bad input, unknown names, infeasible requests) ends in one clear line
-on stderr and exit code 2; an interrupt exits 130. Outputs are written atomically.
+Exit codes: 0 done, 1 a plan breaks the rules, 2 unusable input or flags (one line on stderr,
+never a traceback), 130 interrupted (SIGINT), 143 terminated (SIGTERM). Interrupts unwind:
+temporary files are removed, worker processes ended, finished study cells kept. Outputs are
+written atomically. A closed output pipe (`| head`) ends the command quietly, as Unix tools do.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
+from elk_opt import interrupts
 from elk_opt.errors import InputError, UsageError
 
 COMMAND_MODULES = (
@@ -29,10 +34,18 @@ COMMAND_MODULES = (
     "simulate",
     "lower",
 )
+BROKEN_PIPE_EXIT = 141  # 128 + SIGPIPE: what the shell reports for a tool killed by the pipe
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (`elk-opt solve: error: argument ...`)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="elk-opt", description=__doc__.splitlines()[0])
+    parser = Parser(prog="elk-opt", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"elk_opt.commands.{name}").register(sub)
@@ -40,15 +53,33 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    interrupts.install()
+    try:
+        code = _run(argv)
+        sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
+        return code
+    except BrokenPipeError:
+        # Nobody reads stdout any more: point it at /dev/null so the flush at exit is silent.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return BROKEN_PIPE_EXIT
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:  # --help, or a bad flag already reported in one line
+        return e.code if isinstance(e.code, int) else 2
+    command = f"elk-opt {args.command}"
     try:
         return int(args.func(args) or 0)
     except (InputError, UsageError) as e:
-        print(f"elk-opt {args.command}: error: {e}", file=sys.stderr)
+        print(f"{command}: error: {e}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print(f"elk-opt {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except (KeyboardInterrupt, interrupts.Terminated) as e:
+        notes = "; ".join(getattr(e, "__notes__", []))
+        print(f"{command}: interrupted ({interrupts.signal_name(e)})"
+              f"{'; ' + notes if notes else ''}", file=sys.stderr)
+        return interrupts.exit_code(e)
 
 
 if __name__ == "__main__":

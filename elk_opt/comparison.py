@@ -13,6 +13,7 @@ from typing import Any
 from elk_opt.bounds import ideal_bound
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate_plan
+from elk_opt.interrupts import sigint_restored
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance
@@ -35,7 +36,8 @@ def compare(instance: Instance, methods: list[str], options: SolveOptions,
     for m in methods:
         if progress:
             print(f"  {m}...", file=sys.stderr, flush=True)
-        plan = solve(instance, m, options)
+        with sigint_restored():
+            plan = solve(instance, m, options)
         assert plan.claims is not None
         report = check(plan_to_dict(plan))
         schedule = evaluate_plan(plan)

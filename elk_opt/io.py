@@ -7,6 +7,8 @@ non-negative integer, got -5`. Saving is atomic: a temporary file is renamed int
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import json
 import os
 import re
@@ -395,23 +397,94 @@ def load_plan(path: str | Path) -> Plan:
 
 
 def write_atomic(path: str | Path, write: Callable[[Any], None], mode: str = "w") -> None:
-    """Write through `write(file)` into a temporary file beside `path`, then rename it."""
-    target = Path(path)
-    directory = target.parent if str(target.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"{path}: directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=directory)
+    """Write through `write(file)` into a temporary file beside `path`, then rename it.
+
+    The temporary file, `.NAME.PID.XXXXXXXX.tmp`, is removed on any exception (an interrupt
+    included: see elk_opt.interrupts); one left behind by a killed process is removed by the
+    next write of the same file. Every failure is an InputError naming the path.
+    """
+    target = _output_target(path)
+    _remove_stale_temps(target)
     umask = os.umask(0)
     os.umask(umask)
-    os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual permissions
+    encoding = None if "b" in mode else "utf-8"
+    tmp = None
     try:
-        encoding = None if "b" in mode else "utf-8"
+        fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp", dir=target.parent)
         with os.fdopen(fd, mode, encoding=encoding) as f:
+            os.fchmod(f.fileno(), 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual
             write(f)
         os.replace(tmp, target)
-    except BaseException:
-        os.unlink(tmp)
-        raise
+        tmp = None
+    except OSError as e:
+        raise InputError(f"{path}: cannot write in {target.parent} ({e.strerror or e})") \
+            from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+
+
+def check_writable(path: str | Path) -> None:
+    """Fail now rather than after a long solve: `path` names a file that can be written."""
+    target = _output_target(path)
+    try:
+        fd, probe = tempfile.mkstemp(prefix=_temp_prefix(target), suffix=".tmp",
+                                     dir=target.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise InputError(f"{path}: cannot write in {target.parent} ({e.strerror or e})") from None
+
+
+def ensure_dir(path: str | Path) -> Path:
+    """An output folder, created if needed; failure is an InputError naming it."""
+    folder = Path(path)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise InputError(f"{path}: exists and is not a directory") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot create directory ({e.strerror or e})") from None
+    return folder
+
+
+def _output_target(path: str | Path) -> Path:
+    text = str(path)
+    if not text:
+        raise InputError("output path is empty")
+    target = Path(text)
+    if text.endswith(os.sep) or target.is_dir():
+        raise InputError(f"{text}: is a directory; name a file")
+    if not target.parent.is_dir():
+        raise InputError(f"{text}: directory {target.parent} does not exist")
+    return target
+
+
+def _temp_prefix(target: Path) -> str:
+    return f".{target.name}.{os.getpid()}."
+
+
+def _remove_stale_temps(target: Path) -> None:
+    """Remove temporary files of `target` whose writing process no longer runs."""
+    pattern = re.compile(re.escape(f".{target.name}.") + r"([0-9]+)\.[A-Za-z0-9_]+\.tmp")
+    for leftover in target.parent.glob(glob.escape(f".{target.name}.") + "*.tmp"):
+        match = pattern.fullmatch(leftover.name)
+        if match and not _running(int(match.group(1))):
+            with contextlib.suppress(OSError):
+                leftover.unlink()
+
+
+def _running(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def save_json(path: str | Path, data: Any) -> None:

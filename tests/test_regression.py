@@ -1,14 +1,26 @@
-"""Heuristic regression baselines: no heuristic gets worse, nothing beats a proven optimum.
+"""Heuristic regression baselines: no heuristic gets worse, nothing beats a proven optimum,
+each record checked under the timing it was made under.
 
 The baseline (tests/baselines/heuristics.json, with its instances) is refreshed deliberately
-with `elk-opt gap --suite baseline --update-baseline -o DIR`.
+with `elk-opt gap --suite baseline --timing T --update-baseline -o DIR`.
 """
 
 import json
 from pathlib import Path
 
+import pytest
+
+from elk_opt.errors import InputError
 from elk_opt.methods import heuristics
-from elk_opt.studies.baseline import TOLERANCE, check_baseline, recorded_methods
+from elk_opt.studies.baseline import (
+    TOLERANCE,
+    check_baseline,
+    read_baseline,
+    recorded_methods,
+    write_baseline,
+)
+from elk_opt.studies.gap import Cell
+from elk_opt.studies.suites import parse_suite
 
 BASELINE = Path(__file__).parent / "baselines" / "heuristics.json"
 
@@ -16,32 +28,99 @@ BASELINE = Path(__file__).parent / "baselines" / "heuristics.json"
 def test_no_heuristic_regresses_and_none_beats_an_optimum():
     checked, problems = check_baseline(BASELINE)
     assert checked >= len(heuristics()) * 16
-    assert not problems, "\n".join(f"{p.instance} {p.method}: {p.message}" for p in problems)
+    assert not problems, "\n".join(f"{p.instance} {p.timing} {p.method}: {p.message}"
+                                   for p in problems)
 
 
 def test_every_heuristic_has_a_record_and_optima_are_recorded():
-    assert set(heuristics()) <= recorded_methods(BASELINE)
-    doc = json.loads(BASELINE.read_text())
+    doc = read_baseline(BASELINE)
     assert doc["tolerance"] == TOLERANCE
-    optima = [e["optimum_ns"] for e in doc["instances"].values()]
-    assert sum(o is not None for o in optima) >= len(optima) // 2
-    for entry in doc["instances"].values():
-        if entry["optimum_ns"] is not None:
-            assert min(entry["heuristics"].values()) >= entry["optimum_ns"]
+    timings = {t for e in doc["instances"].values() for t in e["timings"]}
+    assert timings, "no records"
+    for timing in timings:
+        assert set(heuristics()) <= recorded_methods(BASELINE, timing)
+        records = [e["timings"][timing] for e in doc["instances"].values()
+                   if timing in e["timings"]]
+        optima = [r["optimum_ns"] for r in records]
+        assert sum(o is not None for o in optima) >= len(optima) // 2
+        for record in records:
+            if record["optimum_ns"] is not None:
+                assert min(record["heuristics"].values()) >= record["optimum_ns"]
 
 
-def test_the_check_catches_a_regression_and_an_impossible_win(tmp_path):
+def _one_instance_baseline(tmp_path: Path) -> tuple[Path, dict]:
     doc = json.loads(BASELINE.read_text())
     key, entry = next(iter(doc["instances"].items()))
     doc["instances"] = {key: entry}
     (tmp_path / "instances").mkdir()
     (tmp_path / entry["file"]).write_text((BASELINE.parent / entry["file"]).read_text())
-    best = min(entry["heuristics"].values())
-    entry["heuristics"]["elk-full"] = int(entry["heuristics"]["elk-full"] * 0.99)
-    entry["optimum_ns"] = best + 1
-    path = tmp_path / "heuristics.json"
+    return tmp_path / "heuristics.json", doc
+
+
+def test_the_check_catches_a_regression_and_an_impossible_win(tmp_path):
+    path, doc = _one_instance_baseline(tmp_path)
+    [entry] = doc["instances"].values()
+    timing, record = next(iter(entry["timings"].items()))
+    best = min(record["heuristics"].values())
+    record["heuristics"]["elk-full"] = int(record["heuristics"]["elk-full"] * 0.99)
+    record["optimum_ns"] = best + 1
     path.write_text(json.dumps(doc))
     _checked, problems = check_baseline(path)
-    messages = [p.message for p in problems]
+    messages = [p.message for p in problems if p.timing == timing]
     assert any("worse than the recorded" in m for m in messages)
     assert any("beats the proven optimum" in m for m in messages)
+
+
+def test_each_record_is_checked_under_its_own_timing(tmp_path):
+    """The section-5 records, copied under shared-noc too: only the copy is flagged, since
+    sharing the NoC port slows this instance's plans by more than the tolerance."""
+    path, doc = _one_instance_baseline(tmp_path)
+    [entry] = doc["instances"].values()
+    record = entry["timings"]["separate-noc"]
+    entry["timings"]["shared-noc"] = json.loads(json.dumps(record))
+    path.write_text(json.dumps(doc))
+    checked, problems = check_baseline(path)
+    assert checked == 2 * len(heuristics())
+    assert problems and {p.timing for p in problems} == {"shared-noc"}
+
+
+SUITE = '[[instance]]\nsource = "synthetic"\nops = 5\nplans = 2\nseed = [1, 2]\n'
+
+
+def _cells(specs, timing: str, makespan: int) -> list[Cell]:
+    return [Cell(s.key, 5, m, fam, status, makespan, None, 0.0, True, None, None, "",
+                 timing, 5.0)
+            for s in specs for m, fam, status in (("basic", "heuristic", "heuristic"),
+                                                  ("cpsat", "exact", "optimal"))]
+
+
+def test_refreshing_one_timing_keeps_the_others(tmp_path):
+    specs = parse_suite(SUITE, "suite")
+    path = tmp_path / "heuristics.json"
+    assert write_baseline(specs, _cells(specs, "separate-noc", 100), path, "separate-noc") == []
+    assert write_baseline(specs, _cells(specs, "shared-noc", 120), path, "shared-noc") == []
+    doc = read_baseline(path)
+    for entry in doc["instances"].values():
+        assert entry["timings"]["separate-noc"] == {"optimum_ns": 100,
+                                                    "heuristics": {"basic": 100}}
+        assert entry["timings"]["shared-noc"] == {"optimum_ns": 120,
+                                                  "heuristics": {"basic": 120}}
+        assert (tmp_path / entry["file"]).exists()
+
+    # an instance whose file changes loses the records made on the old file
+    changed = specs[0].key
+    stored = tmp_path / "instances" / f"{changed}.json"
+    stored.write_text(stored.read_text().replace('"ops":', '"note":"old","ops":', 1))
+    assert write_baseline(specs, _cells(specs, "shared-noc", 130), path,
+                          "shared-noc") == [changed]
+    doc = read_baseline(path)
+    assert set(doc["instances"][changed]["timings"]) == {"shared-noc"}
+    assert set(doc["instances"][specs[1].key]["timings"]) == {"separate-noc", "shared-noc"}
+
+
+def test_a_baseline_without_timings_is_refused(tmp_path):
+    path = tmp_path / "heuristics.json"
+    path.write_text(json.dumps({"tolerance": TOLERANCE, "instances": {
+        "x": {"file": "instances/x.json", "optimum_ns": 1, "heuristics": {}}}}))
+    with pytest.raises(InputError, match=r"instances.x.timings: missing"):
+        check_baseline(path)

@@ -1,4 +1,5 @@
-"""Design-space sweeps: chip variation, and a Dask cluster that reproduces local results."""
+"""Design-space sweeps: chip variation, timings, and a Dask cluster that reproduces local
+results."""
 
 from dataclasses import replace
 
@@ -20,35 +21,53 @@ def test_vary_scales_one_parameter():
     assert vary(chip, "hbm", 1).sram_bytes == chip.sram_bytes
     with pytest.raises(UsageError, match="mesh"):
         vary(load_chip("ipu-pod4-mesh"), "cores", 2)
+    for bad in (0, -1, float("nan"), float("inf")):
+        with pytest.raises(UsageError, match="positive and finite"):
+            vary(chip, "hbm", bad)
 
 
-def small_cells():
+def small_cells(timing="shared-noc"):
     figure = Figure("test", "hbm", (0.5, 1.0, 2.0))
-    return sweep_cells("llama2-7b", figure, ["basic"], batch=8, kv_len=256, layers=1)
+    return sweep_cells("llama2-7b", figure, ["basic"], batch=8, kv_len=256, layers=1,
+                       timing=timing)
 
 
-def test_more_hbm_bandwidth_never_slows_the_plan():
-    points = sorted((p for _c, p in run_all(run_sweep_cell, small_cells(), "serial")),
-                    key=lambda p: p.cell.value)
-    analytic = [p.makespan_ns for p in points]
+def points(cells):
+    with run_all(run_sweep_cell, cells, "serial") as results:
+        return sorted((p for _c, p in results), key=lambda p: p.cell.value)
+
+
+@pytest.mark.parametrize("timing", ["shared-noc", "separate-noc"])
+def test_more_hbm_bandwidth_never_slows_the_plan(timing):
+    swept = points(small_cells(timing))
+    assert {p.cell.timing for p in swept} == {timing}
+    analytic = [p.makespan_ns for p in swept]
     assert analytic == sorted(analytic, reverse=True)
-    assert all(p.simulated_ns >= p.makespan_ns for p in points)
-    assert all(p.verified for p in points)
+    assert all(p.verified for p in swept)
+
+
+def test_contention_only_slows_a_plan_against_section_5():
+    # DESIGN.md 6: the simulator with contention is never faster than section 5's timing
+    assert all(p.simulated_ns >= p.makespan_ns for p in points(small_cells("separate-noc")))
 
 
 def test_sweep_on_a_dask_cluster_equals_the_local_run():
     cells = small_cells()
-    local = {c: replace(p, solve_s=0) for c, p in run_all(run_sweep_cell, cells, "local", 2)}
-    on_dask = {c: replace(p, solve_s=0) for c, p in run_all(run_sweep_cell, cells, "dask", 2)}
+    with run_all(run_sweep_cell, cells, "local", 2) as results:
+        local = {c: replace(p, solve_s=0) for c, p in results}
+    with run_all(run_sweep_cell, cells, "dask", 2) as results:
+        on_dask = {c: replace(p, solve_s=0) for c, p in results}
     assert on_dask == local
 
 
 def test_sweep_command_writes_csv_and_plot(tmp_path, capsys):
     assert main(["sweep", "--axis", "noc", "--values", "0.5,1", "--model", "llama2-7b",
                  "--layers", "1", "--batch", "4", "--kv-len", "128", "--methods", "basic",
-                 "--executor", "serial", "-o", str(tmp_path)]) == 0
+                 "--timing", "separate-noc", "--executor", "serial", "-o", str(tmp_path)]) == 0
     rows = (tmp_path / "sweep.csv").read_text().splitlines()
     assert len(rows) == 3 and rows[0].startswith("model,mode")
+    header = rows[0].split(",")
+    assert all(r.split(",")[header.index("timing")] == "separate-noc" for r in rows[1:])
     assert (tmp_path / "sweep.png").stat().st_size > 0
     assert main(["sweep", "--figure", "99", "-o", str(tmp_path)]) == 2
     assert "no preset" in capsys.readouterr().err

@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import argparse
 
-from elk_opt.errors import UsageError
+from elk_opt.commands.flags import (
+    nonnegative_int,
+    output_file,
+    positive_float,
+    positive_int,
+)
 from elk_opt.io import load_instance, save_json
 from elk_opt.lower_bounds import lower_bounds
 
@@ -21,23 +26,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bound", help="lower bounds on the makespan (Ideal, LP, windows)",
                        description=__doc__)
     p.add_argument("instance", metavar="instance.json")
-    p.add_argument("--window", type=int, default=12, metavar="N",
+    p.add_argument("--window", type=nonnegative_int, default=12, metavar="N",
                    help="ops per window of the window bound (0: skip it; default 12)")
-    p.add_argument("--window-time", type=float, default=2.0, metavar="S",
+    p.add_argument("--window-time", type=positive_float, default=2.0, metavar="S",
                    help="CP-SAT time per window (default 2 s)")
-    p.add_argument("--lp-max-ops", type=int, default=400, metavar="N",
+    p.add_argument("--lp-max-ops", type=nonnegative_int, default=400, metavar="N",
                    help="skip the LP relaxation above this many ops (default 400)")
-    p.add_argument("--lp-time", type=float, default=120.0, metavar="S",
+    p.add_argument("--lp-time", type=positive_float, default=120.0, metavar="S",
                    help="time limit of the LP relaxation (default 120 s)")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("-o", "--output", metavar="bounds.json", help="also write the bounds as JSON")
+    p.add_argument("--threads", type=positive_int, default=2)
+    p.add_argument("-o", "--output", type=output_file, metavar="bounds.json",
+                   help="also write the bounds as JSON")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.window < 0 or args.window_time <= 0 or args.lp_time <= 0 or args.threads < 1:
-        raise UsageError("--window must be >= 0 and --window-time, --lp-time, --threads "
-                         "positive")
     instance = load_instance(args.instance)
     n = len(instance.ops)
     report = lower_bounds(instance, window=args.window, window_time_s=args.window_time,

@@ -11,11 +11,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from elk_opt.commands.flags import add_timing, output_file, positive_float
 from elk_opt.comparison import compare
 from elk_opt.errors import UsageError
 from elk_opt.io import load_instance, save_json
 from elk_opt.methods import METHODS, heuristics
 from elk_opt.solution import SolveOptions
+from elk_opt.studies.report import TIMING_NAMES
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,9 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("instance", metavar="instance.json")
     p.add_argument("--methods", default=None, metavar="A,B,...",
                    help=f"methods to run (default: the heuristics, {', '.join(heuristics())})")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+    p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="wall-clock limit per method that searches (seconds)")
-    p.add_argument("--json", default=None, metavar="rows.json", help="also write the rows")
+    add_timing(p)
+    p.add_argument("--json", default=None, type=output_file, metavar="rows.json",
+                   help="also write the rows")
     p.set_defaults(func=run)
 
 
@@ -46,13 +50,12 @@ def _methods(text: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise UsageError(f"--time-limit must be positive, got {args.time_limit}")
     methods = _methods(args.methods)
-    print(f"comparing {len(methods)} methods on {instance.name} ({len(instance.ops)} ops)...",
-          file=sys.stderr)
-    rows = compare(instance, methods, SolveOptions(time_limit_s=args.time_limit),
-                   progress=True)
+    print(f"comparing {len(methods)} methods on {instance.name} ({len(instance.ops)} ops) "
+          f"under {args.timing}...", file=sys.stderr)
+    rows = compare(instance, methods, SolveOptions(time_limit_s=args.time_limit,
+                                                   timing=args.timing), progress=True)
+    print(f"{instance.name}: makespans under {TIMING_NAMES[args.timing]}")
     print(f"{'method':<10} {'makespan ns':>15} {'vs best':>8} {'ideal/ms':>9} "
           f"{'preloads':>11} {'peak SRAM B':>12} {'solve s':>8}  verify")
     for r in rows:
@@ -65,5 +68,5 @@ def run(args: argparse.Namespace) -> int:
               f"{100 * r['ideal_fraction']:>8.2f}% {counts:>11} {r['peak_sram_bytes']:>12,} "
               f"{r['wall_s']:>8.3f}  {'ok' if r['valid'] else 'FAILED'}")
     if args.json:
-        save_json(args.json, {"instance": instance.name, "rows": rows})
+        save_json(args.json, {"instance": instance.name, "timing": args.timing, "rows": rows})
     return 0 if all(r["valid"] is not False for r in rows) else 1

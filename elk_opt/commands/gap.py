@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
+from elk_opt.commands.flags import add_executor, add_timing, output_dir, positive_float
 from elk_opt.methods import METHODS
 from elk_opt.studies.baseline import DEFAULT_PATH, write_baseline
 from elk_opt.studies.executors import EXECUTORS
@@ -20,17 +22,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "summary.md and plots. Re-running resumes.")
     p.add_argument("--suite", default="small",
                    help=f"built-in suite ({', '.join(BUILTIN_SUITES)}) or a suite TOML file")
-    p.add_argument("-o", "--output", required=True, metavar="DIR")
+    p.add_argument("-o", "--output", required=True, type=output_dir, metavar="DIR")
     p.add_argument("--methods", default=None,
                    help="comma-separated methods (default: every heuristic and exact method)")
-    p.add_argument("--time-limit", type=float, default=20.0, metavar="S",
-                   help="per exact solve (default 20)")
-    p.add_argument("--executor", choices=EXECUTORS, default="local")
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--address", default=None, help="scheduler address of an existing cluster")
+    p.add_argument("--time-limit", type=positive_float, default=20.0, metavar="S",
+                   help="per exact solve (default 20); resuming with a longer one re-runs the "
+                        "cells that ran out of time")
+    add_timing(p)
+    add_executor(p, EXECUTORS)
     p.add_argument("--update-baseline", action="store_true",
                    help="record every heuristic's makespan and the proven optima of this suite "
-                        "as the regression baseline")
+                        "as the regression baseline under --timing (other timings' records "
+                        "are kept)")
     p.add_argument("--baseline", type=Path, default=DEFAULT_PATH, metavar="PATH",
                    help=f"baseline file for --update-baseline (default {DEFAULT_PATH})")
     p.set_defaults(func=run)
@@ -44,14 +47,17 @@ def run(args: argparse.Namespace) -> int:
     specs = load_suite(args.suite)
     methods = args.methods.split(",") if args.methods else default_methods()
     out = Path(args.output)
-    cells = run_study(specs, methods, out, time_limit_s=args.time_limit,
+    cells = run_study(specs, methods, out, time_limit_s=args.time_limit, timing=args.timing,
                       executor=args.executor, workers=args.workers, address=args.address)
     rows = write_report(cells, out)
     if args.update_baseline:
-        write_baseline(specs, cells, args.baseline)
-        print(f"baseline of {len(specs)} instances -> {args.baseline}")
-    print(f"{len(specs)} instances x {len(methods)} methods -> {out}/gap.csv, summary.md, "
-          "gap_by_method.png, gap_by_size.png")
+        dropped = write_baseline(specs, cells, args.baseline, args.timing)
+        print(f"baseline of {len(specs)} instances under {args.timing} -> {args.baseline}")
+        if dropped:
+            print(f"{len(dropped)} instances changed, so their records under other timings "
+                  f"were dropped: {', '.join(dropped)}", file=sys.stderr)
+    print(f"{len(specs)} instances x {len(methods)} methods under {args.timing} -> "
+          f"{out}/gap.csv, summary.md, gap_by_method.png, gap_by_size.png")
     print(f"{'method':<10} {'median gap':>11} {'worst gap':>10} {'proven':>7}")
     for method, _n, proven, median, worst, _errors in gap_table(rows):
         med = "-" if median is None else f"{100 * median:.2f}%"

@@ -9,6 +9,12 @@ import argparse
 import time
 
 from elk_opt.chips import DEFAULT_CHIP, NOC_OCCUPANCIES, load_chip
+from elk_opt.commands.flags import (
+    nonnegative_int,
+    output_file,
+    positive_int,
+    unit_fraction,
+)
 from elk_opt.cost import DEFAULT_COST_MODEL
 from elk_opt.errors import UsageError
 from elk_opt.io import save_instance
@@ -25,15 +31,16 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "decoder-like instance).")
     p.add_argument("source", metavar="MODEL_OR_ONNX", help="zoo model name, model.onnx, or "
                                                            "'synthetic'")
-    p.add_argument("-o", "--output", required=True, metavar="instance.json")
+    p.add_argument("-o", "--output", required=True, type=output_file, metavar="instance.json")
     m = p.add_argument_group("models and ONNX files")
     m.add_argument("--chip", default=DEFAULT_CHIP, metavar="NAME_OR_TOML",
                    help=f"chip preset (`elk-opt chips`) or a chip TOML file "
                         f"(default {DEFAULT_CHIP})")
-    m.add_argument("--batch", type=int, default=32, help="sequences per step (default 32)")
-    m.add_argument("--kv-len", type=int, default=2048,
+    m.add_argument("--batch", type=positive_int, default=32, help="sequences per step (default 32)")
+    m.add_argument("--kv-len", type=positive_int, default=2048,
                    help="KV-cache tokens in decode, prompt tokens otherwise (default 2048)")
-    m.add_argument("--layers", type=int, help="keep the first N decoder layers (zoo models)")
+    m.add_argument("--layers", type=positive_int,
+                   help="keep the first N decoder layers (zoo models)")
     m.add_argument("--mode", default="decode", choices=("decode", "prefill", "forward"))
     m.add_argument("--dtype", default="bf16", help="weight and activation type of zoo "
                                                    "models: bf16, fp16, fp32, fp8")
@@ -43,15 +50,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how plans report NoC port use: bytes (section 5b derives it from "
                         "their bytes) or bsp (exchange phases and syncs hold the port); "
                         "default: the chip's own (`elk-opt chips`)")
-    m.add_argument("--max-plans", type=int, default=SearchOptions.max_exec,
+    m.add_argument("--max-plans", type=positive_int, default=SearchOptions.max_exec,
                    help=f"execute plans kept per op (default {SearchOptions.max_exec})")
-    m.add_argument("--max-preloads", type=int, default=SearchOptions.max_preload,
+    m.add_argument("--max-preloads", type=positive_int, default=SearchOptions.max_preload,
                    help=f"preload plans kept per op (default {SearchOptions.max_preload})")
     g = p.add_argument_group("synthetic")
-    g.add_argument("--ops", type=int, default=48, help="number of ops (default 48)")
-    g.add_argument("--plans", type=int, default=4, help="execute plans per op (default 4)")
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--tightness", type=float, default=0.5,
+    g.add_argument("--ops", type=positive_int, default=48, help="number of ops (default 48)")
+    g.add_argument("--plans", type=positive_int, default=4, help="execute plans per op (default 4)")
+    g.add_argument("--seed", type=nonnegative_int, default=0)
+    g.add_argument("--tightness", type=unit_fraction, default=0.5,
                    help="0 roomy .. 1 tightest feasible SRAM (default 0.5)")
     p.set_defaults(func=run)
 
@@ -76,8 +83,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _real(args: argparse.Namespace) -> Instance:
-    if args.max_plans < 1 or args.max_preloads < 1:
-        raise UsageError("--max-plans and --max-preloads must be at least 1")
     options = SearchOptions(max_exec=args.max_plans, max_preload=args.max_preloads)
     return instance_from_source(args.source, load_chip(args.chip), batch=args.batch,
                                 kv_len=args.kv_len, layers=args.layers, mode=args.mode,

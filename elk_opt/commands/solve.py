@@ -5,12 +5,21 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from typing import Any
 
+from elk_opt.commands.flags import (
+    add_timing,
+    nonnegative_int,
+    output_file,
+    positive_float,
+    positive_int,
+    unit_fraction,
+)
 from elk_opt.errors import UsageError
+from elk_opt.interrupts import sigint_restored
 from elk_opt.io import load_instance, save_plan
 from elk_opt.methods import METHODS, solve
-from elk_opt.problem import DEFAULT_TIMING, TIMINGS
 from elk_opt.solution import SolveOptions
 
 
@@ -20,15 +29,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("instance", metavar="instance.json")
     p.add_argument("--method", required=True, choices=sorted(METHODS), metavar="NAME",
                    help=", ".join(METHODS))
-    p.add_argument("-o", "--output", required=True, metavar="plan.json")
-    p.add_argument("--time-limit", type=float, default=None, metavar="S",
+    p.add_argument("-o", "--output", required=True, type=output_file, metavar="plan.json")
+    p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="wall-clock limit for methods that search (seconds)")
-    p.add_argument("--gap", type=float, default=None, help="relative gap to stop exact solvers")
-    p.add_argument("--threads", type=int, default=None)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--timing", choices=TIMINGS, default=DEFAULT_TIMING,
-                   help="the semantics to optimize and claim: shared-noc (DESIGN.md 5b, the "
-                        "default) or separate-noc (section 5)")
+    p.add_argument("--gap", type=unit_fraction, default=None,
+                   help="relative gap in [0, 1] at which exact solvers stop")
+    p.add_argument("--threads", type=positive_int, default=None)
+    p.add_argument("--seed", type=nonnegative_int, default=0)
+    add_timing(p)
     p.add_argument("--warm-start", default=None, metavar="METHOD",
                    help="hint an exact solver with this method's plan")
     p.add_argument("--verbose", action="store_true", help="show solver logs")
@@ -39,28 +47,34 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def parse_params(items: list[str]) -> dict[str, Any]:
+    """KEY=VALUE pairs, each VALUE read as JSON when it parses (NaN and Infinity refused)."""
     out: dict[str, Any] = {}
     for item in items:
         key, sep, text = item.partition("=")
         if not sep or not key:
             raise UsageError(f"--param must be KEY=VALUE, got {item!r}")
         try:
-            out[key] = json.loads(text)
+            out[key] = json.loads(text, parse_constant=_not_finite(item))
         except json.JSONDecodeError:
             out[key] = text
     return out
 
 
+def _not_finite(item: str) -> Callable[[str], Any]:
+    def refuse(_constant: str) -> Any:
+        raise UsageError(f"--param {item}: must be a finite number")
+    return refuse
+
+
 def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
-    if args.time_limit is not None and args.time_limit <= 0:
-        raise UsageError(f"--time-limit must be positive, got {args.time_limit}")
     options = SolveOptions(time_limit_s=args.time_limit, gap=args.gap, threads=args.threads,
                            seed=args.seed, timing=args.timing, warm_start=args.warm_start,
                            verbose=args.verbose, params=parse_params(args.param))
     print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
           file=sys.stderr)
-    plan = solve(instance, args.method, options)
+    with sigint_restored():
+        plan = solve(instance, args.method, options)
     save_plan(args.output, plan)
     c = plan.claims
     assert c is not None

@@ -9,13 +9,22 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from elk_opt.commands.flags import (
+    add_executor,
+    add_timing,
+    output_dir,
+    positive_float,
+    positive_int,
+)
 from elk_opt.errors import UsageError
-from elk_opt.io import write_atomic
+from elk_opt.interrupts import Terminated
+from elk_opt.io import ensure_dir, write_atomic
 from elk_opt.studies.executors import EXECUTORS, run_all
 from elk_opt.studies.sweep import (
     AXES,
     FIGURES,
     Figure,
+    SweepCell,
     SweepPoint,
     normalised,
     run_sweep_cell,
@@ -23,8 +32,8 @@ from elk_opt.studies.sweep import (
 )
 
 CSV_FIELDS = ("model", "mode", "batch", "kv_len", "layers", "chip", "axis", "value", "method",
-              "ops", "makespan_ns", "simulated_ns", "throughput", "normalised", "hbm_util",
-              "noc_util", "tflops", "solve_s", "verified")
+              "timing", "ops", "makespan_ns", "simulated_ns", "throughput", "normalised",
+              "hbm_util", "noc_util", "tflops", "solve_s", "verified")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -39,14 +48,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chips", default="ipu-pod4-hbm3e", help="custom sweep: chip presets/files")
     p.add_argument("--modes", default="decode", help="custom sweep: decode, prefill, forward")
     p.add_argument("--model", default="llama2-13b")
-    p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--kv-len", type=int, default=2048)
-    p.add_argument("--layers", type=int, default=None, help="first N decoder layers only")
+    p.add_argument("--batch", type=positive_int, default=32)
+    p.add_argument("--kv-len", type=positive_int, default=2048)
+    p.add_argument("--layers", type=positive_int, default=None,
+                   help="first N decoder layers only")
     p.add_argument("--methods", default="elk-full,static,basic")
-    p.add_argument("-o", "--output", required=True, metavar="DIR")
-    p.add_argument("--executor", choices=EXECUTORS, default="local")
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--address", default=None, help="scheduler address of an existing cluster")
+    add_timing(p)
+    p.add_argument("-o", "--output", required=True, type=output_dir, metavar="DIR")
+    add_executor(p, EXECUTORS)
     p.set_defaults(func=run)
 
 
@@ -57,9 +66,9 @@ def _figures(args: argparse.Namespace) -> dict[str, Figure]:
         if not args.values:
             raise UsageError("--axis needs --values, e.g. --values 0.5,1,2")
         try:
-            values = tuple(float(v) for v in args.values.split(","))
-        except ValueError:
-            raise UsageError(f"--values: not a list of numbers: {args.values!r}") from None
+            values = tuple(positive_float(v) for v in args.values.split(","))
+        except argparse.ArgumentTypeError as e:
+            raise UsageError(f"--values: {e}") from None
         return {"sweep": Figure(f"Throughput against {args.axis}", args.axis, values,
                                 tuple(args.chips.split(",")), tuple(args.modes.split(",")))}
     if not args.figure:
@@ -80,34 +89,43 @@ def run(args: argparse.Namespace) -> int:
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise UsageError(f"unknown methods {', '.join(unknown)}")
-    out = Path(args.output)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise UsageError(f"{out}: cannot create directory: {e.strerror}") from None
-    for stem, figure in _figures(args).items():
+    figures = _figures(args)
+    out = ensure_dir(args.output)
+    for stem, figure in figures.items():
         cells = sweep_cells(args.model, figure, methods, batch=args.batch, kv_len=args.kv_len,
-                            layers=args.layers)
-        points = []
-        for k, (_cell, point) in enumerate(run_all(run_sweep_cell, cells, args.executor,
-                                                   args.workers, args.address), 1):
-            points.append(point)
-            print(f"[{stem} {k}/{len(cells)}] {point.cell.chip} {point.cell.mode} "
-                  f"{point.cell.axis}x{point.cell.value:g} {point.cell.method}: "
-                  f"{point.simulated_ns:,} ns simulated"
-                  f"{'' if point.verified else ', PLAN FAILS VERIFY'}", file=sys.stderr)
+                            layers=args.layers, timing=args.timing)
+        points = _run(stem, cells, args)
         order = {c: k for k, c in enumerate(cells)}
         points.sort(key=lambda p: order[p.cell])
         norm = normalised(points)
         write_csv(points, norm, out / f"{stem}.csv")
         plot(points, norm, figure, out / f"{stem}.png")
-        print(f"{stem}: {figure.title}: {len(points)} points -> {out}/{stem}.csv, {stem}.png")
+        print(f"{stem}: {figure.title}: {len(points)} points under {args.timing} -> "
+              f"{out}/{stem}.csv, {stem}.png")
         failed = [p for p in points if not p.verified]
         if failed:
             print(f"{stem}: {len(failed)} plans fail verify (see the verified column)",
                   file=sys.stderr)
             return 1
     return 0
+
+
+def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace) -> list[SweepPoint]:
+    points: list[SweepPoint] = []
+    try:
+        with run_all(run_sweep_cell, cells, args.executor, args.workers,
+                     args.address) as results:
+            for _cell, point in results:
+                points.append(point)
+                print(f"[{stem} {len(points)}/{len(cells)}] {point.cell.chip} "
+                      f"{point.cell.mode} {point.cell.axis}x{point.cell.value:g} "
+                      f"{point.cell.method}: {point.simulated_ns:,} ns simulated"
+                      f"{'' if point.verified else ', PLAN FAILS VERIFY'}", file=sys.stderr)
+    except (KeyboardInterrupt, Terminated) as e:
+        e.add_note(f"{stem}: {len(points)} of {len(cells)} points done, none written (a "
+                   "sweep restarts from its first point)")
+        raise
+    return points
 
 
 def write_csv(points: Sequence[SweepPoint], norm: Mapping[SweepPoint, float],

@@ -2,8 +2,11 @@
 
 The baseline keeps its instances as files beside it, so a change to the front end or the
 synthetic generator cannot move the goalposts: only a change to a heuristic can change what
-it scores. A heuristic regresses when it gets worse than its record by more than TOLERANCE;
-anything beating a recorded proven optimum is a bug, whatever the tolerance.
+it scores. Records are kept per timing (DESIGN.md 5 "separate-noc", 5b "shared-noc"), each
+checked under its own timing; refreshing one timing keeps the others' records for every
+instance whose file did not change. A heuristic regresses when it gets worse than its record
+by more than TOLERANCE; anything beating a recorded proven optimum is a bug, whatever the
+tolerance.
 """
 
 from __future__ import annotations
@@ -12,9 +15,13 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from elk_opt.io import load_instance, save_instance, save_json
+from elk_opt.errors import InputError
+from elk_opt.io import ensure_dir, instance_to_dict, load_instance, save_instance, save_json
 from elk_opt.methods import METHODS, heuristics, solve
+from elk_opt.problem import TIMINGS, Timing
+from elk_opt.solution import SolveOptions
 from elk_opt.studies.gap import Cell
 from elk_opt.studies.suites import InstanceSpec
 
@@ -22,53 +29,84 @@ DEFAULT_PATH = Path("tests/baselines/heuristics.json")
 TOLERANCE = 0.001  # relative; heuristics are deterministic, this only absorbs tie-breaking
 
 
-def write_baseline(specs: Sequence[InstanceSpec], cells: Sequence[Cell], path: Path) -> None:
-    """Record every heuristic's makespan and the proven optimum from a finished study."""
-    folder = path.parent / "instances"
-    folder.mkdir(parents=True, exist_ok=True)
-    entries = {}
+def write_baseline(specs: Sequence[InstanceSpec], cells: Sequence[Cell], path: Path,
+                   timing: Timing) -> list[str]:
+    """Record every heuristic's makespan and the proven optimum under `timing` from a finished
+    study; returns the instances whose records under other timings were dropped because
+    their instance changed."""
+    folder = ensure_dir(path.parent / "instances")
+    entries = read_baseline(path)["instances"] if path.exists() else {}
+    dropped = []
     for spec in specs:
-        save_instance(folder / f"{spec.key}.json", spec.build())
+        instance = spec.build()
+        file = folder / f"{spec.key}.json"
+        entry = entries.setdefault(spec.key, {"file": f"instances/{spec.key}.json",
+                                              "timings": {}})
+        changed = file.exists() and json.loads(file.read_text()) != instance_to_dict(instance)
+        if changed and set(entry["timings"]) - {timing}:
+            dropped.append(spec.key)
+            entry["timings"] = {}
+        save_instance(file, instance)
         mine = [c for c in cells if c.instance == spec.key and c.makespan_ns is not None]
         optima = sorted({c.makespan_ns for c in mine if c.status == "optimal"})
-        entries[spec.key] = {
-            "file": f"instances/{spec.key}.json",
+        entry["timings"][timing] = {
             "optimum_ns": optima[0] if optima else None,
             "heuristics": {c.method: c.makespan_ns for c in mine if c.family == "heuristic"},
         }
     save_json(path, {"tolerance": TOLERANCE, "instances": entries})
+    return dropped
+
+
+def read_baseline(path: Path) -> dict[str, Any]:
+    doc = json.loads(path.read_text())
+    for key, entry in doc["instances"].items():
+        if "timings" not in entry:
+            raise InputError(f"{path}: instances.{key}.timings: missing (a baseline from before "
+                             "records were kept per timing)")
+        unknown = set(entry["timings"]) - set(TIMINGS)
+        if unknown:
+            raise InputError(f"{path}: instances.{key}.timings: unknown timing "
+                             f"{sorted(unknown)[0]!r}; known: {', '.join(TIMINGS)}")
+    return doc
 
 
 @dataclass(frozen=True)
 class Regression:
     instance: str
+    timing: str
     method: str
     makespan_ns: int
     message: str
 
 
 def check_baseline(path: Path) -> tuple[int, list[Regression]]:
-    """(cells checked, problems) for every heuristic now registered on every recorded instance."""
-    doc = json.loads(path.read_text())
+    """(cells checked, problems) for every heuristic now registered on every recorded instance,
+    under every timing recorded for it."""
+    doc = read_baseline(path)
     tolerance = doc["tolerance"]
     problems: list[Regression] = []
     checked = 0
     for key, entry in doc["instances"].items():
         instance = load_instance(path.parent / entry["file"])
-        for method in heuristics():
-            makespan = solve(instance, method).claims.makespan_ns  # type: ignore[union-attr]
-            checked += 1
-            record = entry["heuristics"].get(method)
-            optimum = entry["optimum_ns"]
-            if optimum is not None and makespan < optimum:
-                problems.append(Regression(key, method, makespan, f"{makespan:,} ns beats the "
-                                           f"proven optimum {optimum:,} ns: a bug"))
-            if record is not None and makespan > record * (1 + tolerance):
-                problems.append(Regression(key, method, makespan, f"{makespan:,} ns is worse "
-                                           f"than the recorded {record:,} ns"))
+        for timing, record in entry["timings"].items():
+            optimum = record["optimum_ns"]
+            for method in heuristics():
+                plan = solve(instance, method, SolveOptions(timing=timing))
+                makespan = plan.claims.makespan_ns  # type: ignore[union-attr]
+                checked += 1
+                recorded = record["heuristics"].get(method)
+                if optimum is not None and makespan < optimum:
+                    problems.append(Regression(key, timing, method, makespan,
+                                               f"{makespan:,} ns beats the proven optimum "
+                                               f"{optimum:,} ns: a bug"))
+                if recorded is not None and makespan > recorded * (1 + tolerance):
+                    problems.append(Regression(key, timing, method, makespan,
+                                               f"{makespan:,} ns is worse than the recorded "
+                                               f"{recorded:,} ns"))
     return checked, problems
 
 
-def recorded_methods(path: Path) -> set[str]:
-    doc = json.loads(path.read_text())
-    return {m for e in doc["instances"].values() for m in e["heuristics"]} & set(METHODS)
+def recorded_methods(path: Path, timing: Timing) -> set[str]:
+    doc = read_baseline(path)
+    return {m for e in doc["instances"].values() for m in e["timings"].get(timing, {})
+            .get("heuristics", {})} & set(METHODS)

@@ -1,45 +1,119 @@
-"""Where study cells run: a local process pool, or an existing Ray or Dask cluster.
+"""Where study cells run: in this process, a local process pool, or a Ray or Dask cluster.
 
-Every executor yields `(item, result)` as cells finish, so callers can record each result at
-once (resumable studies) and show progress. `fn` must be a picklable top-level function.
+`run_all` is a context manager giving `(item, result)` pairs as cells finish, so callers record
+each result at once (resumable studies) and show progress; leaving the block early, by an
+interrupt or an error, cancels what has not started and ends every worker process this module
+started. `fn` must be a picklable top-level function.
+
+Pool workers ignore SIGINT (they start with it blocked, so a Ctrl-C to the process group during
+their start-up cannot kill them either): the main process alone decides when to stop and ends
+them. CP-SAT resets SIGINT in a worker after each solve; each cell puts the worker's handling
+back (elk_opt.interrupts.sigint_restored).
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+from concurrent.futures.process import BrokenProcessPool
+from contextlib import contextmanager
+from multiprocessing.process import BaseProcess
 from typing import Any
 
 from elk_opt.errors import UsageError
+from elk_opt.interrupts import STOP_SIGNALS, sigint_restored, stop_signals_held
 
 EXECUTORS = ("local", "serial", "dask", "ray")
+CONNECT_TIMEOUT_S = 10  # to reach an existing cluster's scheduler
 
 
+@contextmanager
 def run_all(fn: Callable[[Any], Any], items: Iterable[Any], executor: str = "local",
-            workers: int | None = None, address: str | None = None) -> Iterator[tuple[Any, Any]]:
+            workers: int | None = None,
+            address: str | None = None) -> Iterator[Iterator[tuple[Any, Any]]]:
     items = list(items)
+    if executor not in EXECUTORS:
+        raise UsageError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be a positive integer, got {workers}")
     if not items:
-        return iter(())
-    if executor == "serial":
-        return ((item, fn(item)) for item in items)
-    if executor == "local":
-        return _local(fn, items, workers or os.cpu_count() or 1)
-    if executor == "dask":
-        return _dask(fn, items, workers, address)
-    if executor == "ray":
-        return _ray(fn, items, workers, address)
-    raise UsageError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
+        results: Iterator[tuple[Any, Any]] = iter(())
+    elif executor == "serial":
+        results = _serial(fn, items)
+    elif executor == "local":
+        results = _local(fn, items, workers or os.cpu_count() or 1)
+    elif executor == "dask":
+        results = _dask(fn, items, workers, address)
+    else:
+        results = _ray(fn, items, workers, address)
+    try:
+        yield results
+    finally:
+        if hasattr(results, "close"):
+            results.close()  # runs the generator's clean-up now, not when it is collected
+
+
+def _call(fn: Callable[[Any], Any], item: Any) -> Any:
+    with sigint_restored():
+        return fn(item)
+
+
+def _serial(fn: Callable, items: list) -> Iterator[tuple[Any, Any]]:
+    for item in items:
+        yield item, _call(fn, item)
+
+
+def _start_worker() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
 
 
 def _local(fn: Callable, items: list, workers: int) -> Iterator[tuple[Any, Any]]:
     # spawn, not fork: forking a process whose solver threads hold locks can deadlock
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=context) as pool:
-        futures = {pool.submit(fn, item): item for item in items}
-        for future in as_completed(futures):
-            yield futures[future], future.result()
+    pool = ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=context,
+                               initializer=_start_worker)
+    started: set[BaseProcess] = set()
+    finished = False
+    try:
+        with stop_signals_held():  # workers start on submit and inherit the hold
+            before = set(multiprocessing.active_children())
+            futures = {pool.submit(_call, fn, item): item for item in items}
+            started = set(multiprocessing.active_children()) - before
+        pending = set(futures)
+        while pending:
+            done, pending = wait(pending, return_when=FIRST_COMPLETED)
+            for future in done:
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    raise UsageError(f"a worker process died (killed, or out of memory) while "
+                                     f"running {futures[future]}; finished cells are kept, "
+                                     "run again to resume") from None
+                yield futures[future], result
+        finished = True
+    finally:
+        if not finished:
+            _end(pool, started)
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _end(pool: ProcessPoolExecutor, workers: set[BaseProcess]) -> None:
+    """Stop a pool whose results are no longer wanted: its workers may be mid-solve."""
+    with stop_signals_held():
+        pool.shutdown(wait=False, cancel_futures=True)
+        for process in workers:
+            process.terminate()
+        for process in workers:
+            process.join(5)
+            if process.is_alive():
+                process.kill()
+                process.join()
 
 
 def _dask(fn: Callable, items: list, workers: int | None,
@@ -53,17 +127,38 @@ def _dask(fn: Callable, items: list, workers: int | None,
     cluster = None
     if address is None:
         cluster = LocalCluster(n_workers=workers or os.cpu_count() or 1, threads_per_worker=1,
-                               processes=True, dashboard_address=None)
-    client = Client(address or cluster)
+                               processes=True, dashboard_address=None,
+                               preload=["elk_opt.studies.dask_worker"])
+    try:
+        client = Client(address or cluster, timeout=CONNECT_TIMEOUT_S)
+    except (OSError, ValueError, TypeError) as e:
+        if cluster is not None:
+            cluster.close()
+        raise UsageError(f"--address {address}: cannot reach a Dask scheduler within "
+                         f"{CONNECT_TIMEOUT_S} s ({e})") from None
+    futures = []
+    finished = False
     try:
         futures = client.map(fn, items, pure=False)
         index = {f.key: item for f, item in zip(futures, items, strict=True)}
         for future in dask_completed(futures):
             yield index[future.key], future.result()
+        finished = True
     finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()
+        with stop_signals_held():
+            if not finished:
+                client.cancel(futures)
+                if cluster is not None:  # ours: its workers need not report the cancellation
+                    with contextlib.suppress(Exception):
+                        client.run(_quiet_dask)
+                    _quiet_dask()
+            client.close()
+            if cluster is not None:
+                cluster.close()
+
+
+def _quiet_dask() -> None:
+    logging.getLogger("distributed").setLevel(logging.ERROR)
 
 
 def _ray(fn: Callable, items: list, workers: int | None,
@@ -74,7 +169,11 @@ def _ray(fn: Callable, items: list, workers: int | None,
         raise UsageError("--executor ray needs the 'ray' package: pip install ray") from None
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, num_cpus=None if address else workers, log_to_driver=False)
+        try:
+            ray.init(address=address, num_cpus=None if address else workers,
+                     log_to_driver=False)
+        except ConnectionError as e:
+            raise UsageError(f"--address {address}: cannot reach a Ray cluster ({e})") from None
     try:
         remote = ray.remote(fn)
         refs = {remote.remote(item): item for item in items}

@@ -1,7 +1,10 @@
 """The optimality-gap study: every method on every instance of a suite, against the truth.
 
-A cell is one (instance, method). Each finished cell is written at once to `DIR/cells/`, so an
-interrupted study resumes where it stopped and a finished one re-runs without doing anything.
+A cell is one (instance, method) under one timing (DESIGN.md 5 or 5b). Each finished cell is
+written at once to `DIR/cells/`, with the timing and time limit it ran under, so an interrupted
+study resumes where it stopped and a finished one re-runs without doing anything. A cell that
+ran out of time (an exact method without a proven optimum, or with no plan at all) is run again
+when the study resumes with a longer limit; a cell of another timing is never reused.
 The reference of an instance is its proven optimum when an exact method proved one, otherwise
 the best lower bound any method reported; gaps are makespan / reference - 1.
 """
@@ -17,10 +20,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from elk_opt.errors import UsageError
-from elk_opt.io import plan_to_dict, save_json
+from elk_opt.errors import InputError, UsageError
+from elk_opt.interrupts import Terminated
+from elk_opt.io import ensure_dir, plan_to_dict, save_json
 from elk_opt.methods import METHODS, solve
-from elk_opt.problem import Instance
+from elk_opt.problem import Instance, Timing
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.executors import run_all
 from elk_opt.studies.suites import InstanceSpec
@@ -33,13 +37,23 @@ class Cell:
     method: str
     family: str
     status: str  # the plan's status, or "error"
-    makespan_ns: int | None
+    makespan_ns: int | None  # under `timing`
     lower_bound_ns: int | None
     solve_s: float
     verified: bool
     sim_ns: int | None  # simulated under the plan's timing, exactly (equals makespan_ns)
     sim_contention_ns: int | None
     error: str = ""
+    timing: str | None = None  # None: a cell written before studies recorded their timing
+    time_limit_s: float | None = None
+
+    def reusable(self, timing: Timing, time_limit_s: float) -> bool:
+        """Whether a resume under `timing` and `time_limit_s` may keep this cell: same timing,
+        and not a cell that ran out of time under a shorter limit than the one asked now."""
+        if self.timing != timing:
+            return False
+        out_of_time = self.family == "exact" and self.status != "optimal"
+        return not (out_of_time and (self.time_limit_s or 0) < time_limit_s)
 
 
 @dataclass(frozen=True)
@@ -48,28 +62,33 @@ class CellTask:
     method: str
     time_limit_s: float
     threads: int
+    timing: Timing
 
 
 def run_cell(task: CellTask) -> Cell:
     """Solve, verify and simulate one cell; failures become a cell with status "error"."""
     from verify import check
 
-    instance = _build(task.spec)
     family = METHODS[task.method].family
     started = time.perf_counter()
+    ops = 0
     try:
+        instance = _build(task.spec)
+        ops = len(instance.ops)
         plan = solve(instance, task.method,
-                     SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads))
+                     SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
+                                  timing=task.timing))
     except Exception as e:  # a study records a failing method and goes on
-        return Cell(task.spec.key, len(instance.ops), task.method, family, "error", None, None,
-                    time.perf_counter() - started, False, None, None, f"{type(e).__name__}: {e}")
+        return Cell(task.spec.key, ops, task.method, family, "error", None, None,
+                    round(time.perf_counter() - started, 3), False, None, None,
+                    f"{type(e).__name__}: {e}", task.timing, task.time_limit_s)
     claims = plan.claims
     assert claims is not None
     verified = check(plan_to_dict(plan)).valid
     sim, sim_contention = _simulate(plan)
-    return Cell(task.spec.key, len(instance.ops), task.method, family, claims.status,
+    return Cell(task.spec.key, ops, task.method, family, claims.status,
                 claims.makespan_ns, claims.lower_bound_ns, round(claims.wall_s, 3), verified,
-                sim, sim_contention)
+                sim, sim_contention, "", task.timing, task.time_limit_s)
 
 
 @functools.lru_cache(maxsize=4)
@@ -147,30 +166,50 @@ def conflicts(rows: Sequence[Row]) -> list[str]:
 
 
 def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, *,
-              time_limit_s: float, threads: int = 1, executor: str = "local",
+              time_limit_s: float, timing: Timing, threads: int = 1, executor: str = "local",
               workers: int | None = None, address: str | None = None) -> list[Cell]:
     """Run every missing cell, then return all cells in suite and method order."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise UsageError(f"unknown methods {', '.join(unknown)}; known: {', '.join(METHODS)}")
-    cells_dir = out / "cells"
-    cells_dir.mkdir(parents=True, exist_ok=True)
+    cells_dir = ensure_dir(out / "cells")
     _check_settings(out, {"instances": [s.key for s in specs], "methods": list(methods),
-                          "time_limit_s": time_limit_s})
-    done = {p.stem: Cell(**json.loads(p.read_text())) for p in cells_dir.glob("*.json")}
-    tasks = [CellTask(s, m, time_limit_s, threads) for s in specs for m in methods
+                          "timing": timing})
+    done = {name: cell for name, cell in _read_cells(cells_dir).items()
+            if cell.reusable(timing, time_limit_s)}
+    tasks = [CellTask(s, m, time_limit_s, threads, timing) for s in specs for m in methods
              if _cell_name(s.key, m) not in done]
     total = len(specs) * len(methods)
     if len(done):
         print(f"resuming: {len(done)} of {total} cells already done", file=sys.stderr)
-    for task, cell in run_all(run_cell, tasks, executor, workers, address):
-        save_json(cells_dir / f"{_cell_name(task.spec.key, task.method)}.json", asdict(cell))
-        done[_cell_name(task.spec.key, task.method)] = cell
-        shown = f"{cell.makespan_ns:,} ns {cell.status}" if cell.makespan_ns else cell.error
-        print(f"[{len(done)}/{total}] {cell.instance} {cell.method}: {shown} "
-              f"({cell.solve_s:.1f} s){'' if cell.verified or cell.error else ' VERIFY FAILED'}",
-              file=sys.stderr)
+    try:
+        with run_all(run_cell, tasks, executor, workers, address) as results:
+            for task, cell in results:
+                save_json(cells_dir / f"{_cell_name(task.spec.key, task.method)}.json",
+                          asdict(cell))
+                done[_cell_name(task.spec.key, task.method)] = cell
+                shown = f"{cell.makespan_ns:,} ns {cell.status}" if cell.makespan_ns \
+                    else cell.error
+                print(f"[{len(done)}/{total}] {cell.instance} {cell.method}: {shown} "
+                      f"({cell.solve_s:.1f} s)"
+                      f"{'' if cell.verified or cell.error else ' VERIFY FAILED'}",
+                      file=sys.stderr)
+    except (KeyboardInterrupt, Terminated) as e:
+        e.add_note(f"{len(done)} of {total} cells done and kept in {cells_dir}; run the same "
+                   "command again to resume")
+        raise
     return [done[_cell_name(s.key, m)] for s in specs for m in methods]
+
+
+def _read_cells(cells_dir: Path) -> dict[str, Cell]:
+    cells = {}
+    for path in sorted(cells_dir.glob("*.json")):
+        try:
+            cells[path.stem] = Cell(**json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError) as e:
+            raise InputError(f"{path}: not a study cell ({e}); delete it to run that cell "
+                             "again") from None
+    return cells
 
 
 def _cell_name(instance: str, method: str) -> str:
@@ -180,9 +219,14 @@ def _cell_name(instance: str, method: str) -> str:
 def _check_settings(out: Path, settings: dict[str, Any]) -> None:
     path = out / "study.json"
     if path.exists():
-        before = json.loads(path.read_text())
+        try:
+            before = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as e:
+            raise InputError(f"{path}: unreadable ({e})") from None
         if before != settings:
-            raise UsageError(f"{out} holds a study with other settings (suite, methods or time "
-                             "limit); resume with the same ones or choose another -o")
+            changed = [k for k in settings if before.get(k) != settings[k]] or ["format"]
+            raise UsageError(f"{out} holds a study with other settings (other "
+                             f"{', '.join(changed)}); resume with the same suite, methods and "
+                             "timing, or choose another -o")
     else:
         save_json(path, settings)

@@ -11,9 +11,12 @@ from pathlib import Path
 from elk_opt.io import write_atomic
 from elk_opt.studies.gap import Cell, Row, conflicts, with_gaps
 
-CSV_FIELDS = ("instance", "ops", "method", "family", "status", "makespan_ns", "lower_bound_ns",
-              "reference_ns", "reference_kind", "gap", "sim_ns", "sim_contention_ns",
-              "solve_s", "verified", "error")
+TIMING_NAMES = {"shared-noc": "shared-noc (DESIGN.md section 5b)",
+                "separate-noc": "separate-noc (DESIGN.md section 5)"}
+CSV_FIELDS = ("instance", "ops", "method", "family", "timing", "status", "makespan_ns",
+              "lower_bound_ns", "reference_ns", "reference_kind", "gap", "sim_ns",
+              "sim_contention_ns", "solve_s", "time_limit_s", "verified", "error")
+
 
 
 def write_report(cells: Sequence[Cell], out: Path) -> list[Row]:
@@ -53,7 +56,11 @@ def gap_table(rows: Sequence[Row]) -> list[tuple[str, int, int, float | None, fl
 def summary_markdown(rows: Sequence[Row], problems: Sequence[str]) -> str:
     instances = len({r.cell.instance for r in rows})
     proven = len({r.cell.instance for r in rows if r.reference_kind == "optimum"})
+    timings = sorted({TIMING_NAMES.get(str(r.cell.timing), str(r.cell.timing)) for r in rows})
+    limits = sorted({r.cell.time_limit_s for r in rows if r.cell.time_limit_s is not None})
     lines = ["# Optimality-gap study", "",
+             f"Timing: {'; '.join(timings)}. Exact methods' time limit: "
+             f"{', '.join(f'{t:g} s' for t in limits) or '-'} per solve.", "",
              f"{instances} instances, {proven} with a proven optimum. Gap = makespan / proven "
              "optimum - 1 (instances without a proven optimum are left out of these columns; "
              "gap.csv gives their gap to the best bound).", "",

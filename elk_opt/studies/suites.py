@@ -1,8 +1,10 @@
 """Suites of instances for studies: small TOML files whose list values expand to a grid.
 
 A suite file holds `[[instance]]` tables. Each has a `source`: `synthetic` (ops, plans, seed,
-tightness), `zoo` (model, layers, batch, kv_len, chip, mode) or `file` (path). Any field given
-as a list expands into one instance per value, crossed with the other lists.
+tightness), `zoo` (model, layers, batch, kv_len, chip, mode, noc_occupancy) or `file` (path).
+Any field given as a list expands into one instance per value, crossed with the other lists.
+A field left out is not passed to the builder, which then uses its own default (for
+`noc_occupancy`, "bytes" or "bsp": the chip's own way of counting port time).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from typing import Any
 from elk_opt.errors import InputError
 from elk_opt.problem import Instance
 
-BUILTIN_SUITES = ("small", "medium", "baseline")
+BUILTIN_SUITES = ("small", "small-noc", "medium", "baseline")
 _FIELDS = {
     "synthetic": {"ops": int, "plans": int, "seed": int, "tightness": float},
-    "zoo": {"model": str, "layers": int, "batch": int, "kv_len": int, "chip": str, "mode": str},
+    "zoo": {"model": str, "layers": int, "batch": int, "kv_len": int, "chip": str, "mode": str,
+            "noc_occupancy": str},
     "file": {"path": str},
 }
+_CHOICES = {"noc_occupancy": ("bytes", "bsp")}
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,9 @@ def parse_suite(text: str, source: str) -> list[InstanceSpec]:
                 if not ok or isinstance(v, bool):
                     raise InputError(f"{where}.{key}: must be {expected.__name__} or a list of "
                                      f"them, got {v!r}")
+                if key in _CHOICES and v not in _CHOICES[key]:
+                    raise InputError(f"{where}.{key}: must be one of "
+                                     f"{', '.join(_CHOICES[key])}, got {v!r}")
             grid.append([(key, v) for v in values])
         specs += [InstanceSpec(kind, tuple(combo)) for combo in itertools.product(*grid)]
     keys = [s.key for s in specs]

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from elk_opt.errors import UsageError
-from elk_opt.problem import Chip
+from elk_opt.problem import Chip, Timing
 
 AXES = ("hbm", "noc", "cores", "compute", "sram")
 
@@ -42,8 +42,8 @@ FIGURES: dict[int, Figure] = {
 
 def vary(chip: Chip, axis: str, scale: float) -> Chip:
     """The chip with one parameter scaled; names say what changed."""
-    if scale <= 0:
-        raise UsageError(f"sweep values must be positive, got {scale}")
+    if not (math.isfinite(scale) and scale > 0):
+        raise UsageError(f"sweep values must be positive and finite, got {scale}")
     name = f"{chip.name}@{axis}x{scale:g}"
     if axis == "hbm":
         return replace(chip, name=name, hbm_bytes_per_s=_scaled(chip.hbm_bytes_per_s, scale))
@@ -83,13 +83,14 @@ class SweepCell:
     axis: str
     value: float
     method: str
+    timing: Timing
 
 
 @dataclass(frozen=True)
 class SweepPoint:
     cell: SweepCell
     ops: int
-    makespan_ns: int  # analytic
+    makespan_ns: int  # analytic, under the cell's timing
     simulated_ns: int  # with contention
     throughput: float  # samples (decode: tokens) per second, simulated
     hbm_util: float
@@ -104,13 +105,14 @@ def run_sweep_cell(cell: SweepCell) -> SweepPoint:
     from elk_opt.io import plan_to_dict
     from elk_opt.methods import solve
     from elk_opt.simulator import simulate
+    from elk_opt.solution import SolveOptions
     from elk_opt.zoo import model_instance
     from verify import check
 
     chip = vary(load_chip(cell.chip), cell.axis, cell.value)
     instance = model_instance(cell.model, chip, batch=cell.batch, kv_len=cell.kv_len,
                               layers=cell.layers, mode=cell.mode)
-    plan = solve(instance, cell.method)
+    plan = solve(instance, cell.method, SolveOptions(timing=cell.timing))
     sim = simulate(plan, sharing="full")
     assert plan.claims is not None
     return SweepPoint(cell, len(instance.ops), plan.claims.makespan_ns, sim.makespan_ns,
@@ -119,8 +121,8 @@ def run_sweep_cell(cell: SweepCell) -> SweepPoint:
 
 
 def sweep_cells(model: str, figure: Figure, methods: Sequence[str], *, batch: int, kv_len: int,
-                layers: int | None) -> list[SweepCell]:
-    return [SweepCell(model, mode, batch, kv_len, layers, chip, figure.axis, v, m)
+                layers: int | None, timing: Timing) -> list[SweepCell]:
+    return [SweepCell(model, mode, batch, kv_len, layers, chip, figure.axis, v, m, timing)
             for mode in figure.modes for chip in figure.chips for m in methods
             for v in figure.values]
 

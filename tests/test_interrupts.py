@@ -1,0 +1,117 @@
+"""Interrupts end a study cleanly: Ctrl-C (SIGINT to the process group) or SIGTERM to elk-opt
+stops the pool's workers, keeps the finished cells, prints one line and exits 130 or 143,
+leaving no process and no temporary file behind. These run the real command."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+SUITE = """
+[[instance]]
+source = "synthetic"
+ops = [4, 40]
+plans = 4
+seed = 1
+tightness = 0.5
+"""
+
+
+@pytest.fixture
+def start():
+    """Start elk-opt in a process group of its own, as a shell does; whatever a failing test
+    leaves running is killed at teardown."""
+    started: list[subprocess.Popen] = []
+
+    def run(argv: list[str], log: Path) -> subprocess.Popen:
+        with log.open("w") as err:  # a file, not a pipe: read while the run goes on
+            proc = subprocess.Popen(["elk-opt", *argv], stdout=subprocess.DEVNULL, stderr=err,
+                                    start_new_session=True)
+        started.append(proc)
+        return proc
+
+    yield run
+    for proc in started:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _wait_for(condition, proc: subprocess.Popen, log: Path, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert proc.poll() is None, f"ended before it could be interrupted:\n{log.read_text()}"
+        assert time.monotonic() < deadline, log.read_text()
+        time.sleep(0.2)
+
+
+def _group_is_gone(pgid: int, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        try:
+            os.killpg(pgid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def _interrupt(proc: subprocess.Popen, how: str) -> None:
+    if how == "SIGINT to the group":
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGTERM)
+
+
+def _check_clean_end(proc: subprocess.Popen, log: Path, code: int) -> str:
+    assert proc.wait(timeout=60) == code, log.read_text()
+    assert _group_is_gone(proc.pid), "workers or the resource tracker outlived elk-opt"
+    err = log.read_text()
+    assert "Traceback" not in err and "leaked" not in err, err
+    interrupted = [line for line in err.splitlines() if "interrupted" in line]
+    assert len(interrupted) == 1 and err.splitlines()[-1] == interrupted[0], err
+    return interrupted[0]
+
+
+@pytest.mark.parametrize("how, code", [("SIGINT to the group", 130), ("SIGTERM", 143)])
+def test_an_interrupted_gap_study_stops_cleanly_and_resumes(tmp_path, start, how, code):
+    (tmp_path / "suite.toml").write_text(SUITE)
+    out = tmp_path / "study"
+    argv = ["gap", "--suite", str(tmp_path / "suite.toml"), "--methods", "basic,cpsat",
+            "--workers", "2", "-o", str(out)]
+    log = tmp_path / "stderr.txt"
+    proc = start([*argv, "--time-limit", "120"], log)
+    cells = out / "cells"
+    # three quick cells finish; CP-SAT on 40 ops is still searching
+    _wait_for(lambda: len(list(cells.glob("*.json"))) == 3, proc, log)
+    _interrupt(proc, how)
+    line = _check_clean_end(proc, log, code)
+    kept = sorted(cells.glob("*.json"))
+    assert f"3 of 4 cells done and kept in {cells}" in line
+    assert len(kept) == 3 and all(json.loads(p.read_text())["status"] for p in kept)
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+    resumed = subprocess.run(["elk-opt", *argv, "--time-limit", "2"], capture_output=True,
+                             text=True, timeout=300)
+    assert resumed.returncode in (0, 1), resumed.stderr
+    assert "resuming: 3 of 4 cells already done" in resumed.stderr
+    assert resumed.stderr.count("cpsat:") == 1  # only the interrupted cell runs again
+
+
+def test_an_interrupted_sweep_stops_cleanly(tmp_path, start):
+    out = tmp_path / "sweep"
+    log = tmp_path / "stderr.txt"
+    proc = start(["sweep", "--axis", "hbm", "--values", "0.5,1,2,4,8,16", "--model",
+                   "llama2-7b", "--layers", "2", "--batch", "8", "--kv-len", "256",
+                   "--methods", "elk-full", "--workers", "2", "-o", str(out)], log)
+    _wait_for(lambda: "[sweep 1/6]" in log.read_text(), proc, log)
+    os.killpg(proc.pid, signal.SIGINT)
+    line = _check_clean_end(proc, log, 130)
+    assert "of 6 points done, none written" in line
+    assert list(out.iterdir()) == []
