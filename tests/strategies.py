@@ -20,7 +20,8 @@ def synthetic_instances(draw, max_ops: int = 40, max_plans: int = 5) -> Instance
 def random_instances(draw, max_ops: int = 6, max_plans: int = 3, noc: bool = False) -> Instance:
     """Small unstructured instances: random DAG, random plans, random compatibility.
 
-    SRAM always fits every op alone (some pair), so every instance is feasible. With `noc`,
+    SRAM always fits every op alone (some pair, the larger of its two layouts as R5 charges),
+    so every instance is feasible. With `noc`,
     plans use the NoC port (section 5b): some through `noc_ns`, some through bytes at a port of
     1e9 B/s (1 byte = 1 ns of port time).
     """
@@ -47,7 +48,8 @@ def random_instances(draw, max_ops: int = 6, max_plans: int = 3, noc: bool = Fal
         ops.append(Op(name=f"op{i}", kind="random", layer=None, inputs=tuple(inputs),
                       hbm_bytes=0, flops=0, exec_plans=tuple(execs),
                       preload_plans=tuple(preloads), warmup=tuple(warmup)))
-    need = max(min(op.exec_by_id[w.exec].space_bytes for w in op.warmup) for op in ops)
+    need = max(min(max(op.exec_by_id[w.exec].space_bytes, op.preload_by_id[w.preload].space_bytes)
+                   for w in op.warmup) for op in ops)  # R5 charges the larger layout
     sram = need + draw(st.integers(0, 120))
     link = 1_000_000_000 if noc else 1
     chip = Chip(name="random", cores=1, sram_bytes=sram, hbm_bytes_per_s=1, clock_hz=1,
