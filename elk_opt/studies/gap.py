@@ -9,7 +9,6 @@ the best lower bound any method reported; gaps are makespan / reference - 1.
 from __future__ import annotations
 
 import functools
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -18,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from elk_opt.errors import UsageError
-from elk_opt.io import plan_to_dict, save_json
+from elk_opt.io import plan_to_dict, read_json, save_json
 from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance
 from elk_opt.solution import SolveOptions
@@ -157,7 +156,7 @@ def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, 
     cells_dir.mkdir(parents=True, exist_ok=True)
     _check_settings(out, {"instances": [s.key for s in specs], "methods": list(methods),
                           "time_limit_s": time_limit_s})
-    done = {p.stem: Cell(**json.loads(p.read_text())) for p in cells_dir.glob("*.json")}
+    done = {p.stem: Cell(**read_json(p)) for p in cells_dir.glob("*.json")}
     tasks = [CellTask(s, m, time_limit_s, threads) for s in specs for m in methods
              if _cell_name(s.key, m) not in done]
     total = len(specs) * len(methods)
@@ -180,7 +179,7 @@ def _cell_name(instance: str, method: str) -> str:
 def _check_settings(out: Path, settings: dict[str, Any]) -> None:
     path = out / "study.json"
     if path.exists():
-        before = json.loads(path.read_text())
+        before = read_json(path)
         if before != settings:
             raise UsageError(f"{out} holds a study with other settings (suite, methods or time "
                              "limit); resume with the same ones or choose another -o")
