@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from verify.reading import Document, Op, read_plan, show
+from verify.reading import Document, Op, gc_paused, read_plan, show
 from verify.timing import Step, port_demand, port_work_ns, separate_makespan, shared_makespan
 
 _INSTR = re.compile(r"^([PE])(0|[1-9][0-9]*)$")
@@ -46,7 +46,11 @@ class Report:
 
 def check(raw: Any) -> Report:
     """Check a parsed plan document against rules R1-R6."""
-    doc = read_plan(raw)
+    with gc_paused():
+        return _check(read_plan(raw))
+
+
+def _check(doc: Document) -> Report:
     ops, chosen, program, release = doc.ops, doc.choice, doc.program, doc.release
     n = len(ops)
     violations: list[Violation] = []

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, NamedTuple
 
-from verify.reading import Malformed, path
+from verify.reading import Malformed, gc_paused, path
 
 _DIGIT_LIMIT = 4300  # Python's default limit on int <-> str conversion
 
@@ -34,7 +34,8 @@ def _int_or_huge(text: str) -> int | _HugeInt:
 def parse(text: str) -> Any:
     """The document in `text`; raises Malformed naming the problem (and its place if known)."""
     try:
-        return json.loads(text, parse_constant=_reject_constant)
+        with gc_paused():
+            return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
         raise Malformed(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
     except _NotJson as e:
