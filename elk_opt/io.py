@@ -519,8 +519,8 @@ def parse_json(text: str, source: str) -> Any:
 
 
 def _nested_too_deep(source: str) -> InputError:
-    return InputError(f"{source}: JSON nested too deeply to parse (the plan format needs 7 "
-                      "levels)")
+    return InputError(f"{source}: JSON nested too deeply to parse (the formats need 6 levels, "
+                      "metadata 64 more)")
 
 
 class _HugeLiteral(int):

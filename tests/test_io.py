@@ -147,3 +147,15 @@ def test_the_loader_rejects_programs_it_cannot_evaluate(tmp_path):
     raw["program"].remove("E3")
     with pytest.raises(InputError, match="program: every op needs one P and one E; missing E3"):
         plan_from_dict(raw, "p.json")
+
+
+@pytest.mark.parametrize("value", ["[" * 3000 + "]" * 3000, "1" * 5000])
+def test_a_hostile_param_value_is_a_usage_error(tmp_path, capsys, value):
+    from elk_opt.cli import main
+
+    path = tmp_path / "i.json"
+    save_instance(path, synthetic_instance(ops=3))
+    out = tmp_path / "plan.json"
+    assert main(["solve", str(path), "--method", "basic", "-o", str(out),
+                 "--param", f"x={value}"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and not out.exists()

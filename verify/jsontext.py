@@ -47,7 +47,8 @@ def parse(text: str) -> Any:
 
 
 def _too_deep() -> Malformed:
-    return Malformed("JSON nested too deeply to parse (the plan format needs 7 levels)")
+    return Malformed("JSON nested too deeply to parse (the formats need 6 levels, metadata 64 "
+                     "more)")
 
 
 def _locate_huge(text: str, error: ValueError) -> Malformed:
