@@ -2,7 +2,10 @@
 
 Loading never raises anything but `InputError`, whose message names the file, the field path
 and the offending value, e.g. `i.json: ops[12].exec_plans[3].space_bytes: must be a
-non-negative integer, got -5`. Saving is atomic: a temporary file is renamed into place.
+non-negative integer, got -5`. What is readable is one definition shared with `verify`, which
+implements it separately (docs/contract.md): a plan loads when `verify` finds it readable and
+its program can be timed. Numbers stay where float64 is exact (MAX_INT, TIME_LIMIT_NS).
+Saving is atomic: a temporary file is renamed into place.
 """
 
 from __future__ import annotations
@@ -40,6 +43,10 @@ from elk_opt.problem import (
 INSTANCE_FORMAT = "elk-instance/1"
 PLAN_FORMAT = "elk-plan/1"
 INSTR_PATTERN = re.compile(r"^([PE])(0|[1-9][0-9]*)$")
+MAX_INT = 2**53 - 1  # every integer read: the largest below which float64 is exact
+TIME_LIMIT_NS = 2**51  # an instance's longest possible run, and every release_ns
+MAX_METADATA_DEPTH = 64  # lists and objects nested in a value under an undefined key
+_DIGIT_LIMIT = 4300  # Python's default limit on int <-> str conversion
 
 
 class _Reader:
@@ -62,10 +69,13 @@ class _Reader:
             raise self.fail(_join(path, key), "missing")
         return obj[key]
 
-    def nonneg(self, obj: dict[str, Any], key: str, path: str) -> int:
+    def nonneg(self, obj: dict[str, Any], key: str, path: str, limit: int = MAX_INT) -> int:
         value = self.field(obj, key, path)
         if not _is_int(value) or value < 0:
             raise self.fail(_join(path, key), f"must be a non-negative integer, got {_show(value)}")
+        if value > limit:
+            raise self.fail(_join(path, key), f"must be at most {_limit_name(limit)} ({limit:,}), "
+                                              f"got {_show(value)}")
         return value
 
     def optional_nonneg(self, obj: dict[str, Any], key: str, path: str) -> int | None:
@@ -75,7 +85,7 @@ class _Reader:
         value = self.field(obj, key, path)
         if not _is_int(value) or value <= 0:
             raise self.fail(_join(path, key), f"must be a positive integer, got {_show(value)}")
-        return value
+        return self.nonneg(obj, key, path)
 
     def string(self, obj: dict[str, Any], key: str, path: str) -> str:
         value = self.field(obj, key, path)
@@ -91,6 +101,22 @@ class _Reader:
             raise self.fail(_join(path, key), "must not be empty")
         return value
 
+    def metadata(self, obj: dict[str, Any], known: set[str], path: str) -> None:
+        """Keys the format does not define: allowed, nested at most MAX_METADATA_DEPTH deep."""
+        for key in obj:
+            if key not in known:
+                self.shallow(obj[key], _join(path, key))
+
+    def shallow(self, value: Any, path: str) -> None:
+        todo = [(value, 1)] if isinstance(value, dict | list) else []
+        while todo:  # a loop, not recursion: the nesting is what is being checked
+            item, depth = todo.pop()
+            if depth > MAX_METADATA_DEPTH:
+                raise self.fail(path, f"nested more than {MAX_METADATA_DEPTH} levels deep")
+            for child in item.values() if isinstance(item, dict) else item:
+                if isinstance(child, dict | list):
+                    todo.append((child, depth + 1))
+
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
@@ -100,7 +126,18 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
+def _limit_name(limit: int) -> str:
+    return "2**51" if limit == TIME_LIMIT_NS else "2**53 - 1"
+
+
 def _show(value: Any) -> str:
+    """A short rendering of a JSON value; never walks a (possibly huge or deep) container."""
+    if isinstance(value, list):
+        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, dict):
+        return f"an object with {len(value)} key{'s' if len(value) != 1 else ''}"
+    if _is_int(value) and abs(value) >= 10**60:
+        return "an integer of more than 60 digits"
     text = json.dumps(value) if not isinstance(value, str) else repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -111,9 +148,17 @@ def _extras(obj: dict[str, Any], known: set[str]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------- instance
 
+_PLAN_KEYS = {"format", "instance", "timing", "choice", "program", "release_ns", "claims"}
+_INSTANCE_KEYS = {"format", "name", "chip", "ops"}
 _CHIP_KEYS = {"name", "cores", "sram_bytes", "hbm_bytes_per_s", "clock_hz", "noc"}
+_NOC_KEYS = {"topology", "link_bytes_per_s", "mesh_rows", "mesh_cols", "hbm_ports"}
 _OP_KEYS = {"name", "kind", "layer", "inputs", "hbm_bytes", "flops", "exec_plans",
             "preload_plans", "warmup"}
+_EXEC_KEYS = {"id", "time_ns", "space_bytes", "noc_bytes", "noc_ns"}
+_PRELOAD_KEYS = {"id", "space_bytes", "load_ns", "noc_ns"}
+_WARMUP_KEYS = {"preload", "exec", "time_ns"}
+_CHOICE_KEYS = {"exec", "preload"}
+_CLAIMS_KEYS = {"method", "status", "makespan_ns", "lower_bound_ns", "wall_s", "params"}
 
 
 def chip_from_dict(raw: Any, r: _Reader, path: str = "chip") -> Chip:
@@ -136,6 +181,8 @@ def chip_from_dict(raw: Any, r: _Reader, path: str = "chip") -> Chip:
             if getattr(noc, key) <= 0:
                 raise r.fail(_join(noc_path, key),
                              f"must be a positive integer on a mesh, got {getattr(noc, key)}")
+    r.metadata(noc_obj, _NOC_KEYS, noc_path)
+    r.metadata(obj, _CHIP_KEYS, path)
     return Chip(
         name=r.string(obj, "name", path),
         cores=r.positive(obj, "cores", path),
@@ -150,13 +197,15 @@ def chip_from_dict(raw: Any, r: _Reader, path: str = "chip") -> Chip:
 def _op_from_dict(raw: Any, index: int, r: _Reader, path: str) -> Op:
     obj = r.obj(raw, path)
     layer = r.field(obj, "layer", path)
-    if layer is not None and not _is_int(layer):
-        raise r.fail(_join(path, "layer"), f"must be an integer or null, got {_show(layer)}")
+    if layer is not None and (not _is_int(layer) or abs(layer) > MAX_INT):
+        raise r.fail(_join(path, "layer"), "must be an integer or null (magnitude at most "
+                                           f"2**53 - 1), got {_show(layer)}")
     inputs = []
     for k, producer in enumerate(r.array(obj, "inputs", path)):
         where = f"{path}.inputs[{k}]"
-        if not _is_int(producer) or producer < 0:
-            raise r.fail(where, f"must be a non-negative integer, got {_show(producer)}")
+        if not _is_int(producer) or not 0 <= producer <= MAX_INT:
+            raise r.fail(where, f"must be a non-negative integer at most 2**53 - 1, got "
+                                f"{_show(producer)}")
         if producer >= index:
             raise r.fail(where, f"input {producer} must come before op {index} "
                                 "(ops are listed in a topological order)")
@@ -170,6 +219,8 @@ def _op_from_dict(raw: Any, index: int, r: _Reader, path: str) -> Op:
                                    space_bytes=r.nonneg(plan, "space_bytes", where),
                                    noc_bytes=r.nonneg(plan, "noc_bytes", where),
                                    noc_ns=r.optional_nonneg(plan, "noc_ns", where)))
+        if len(plan) > 4 + ("noc_ns" in plan):
+            r.metadata(plan, _EXEC_KEYS, where)
     preload_plans = []
     for k, raw_plan in enumerate(r.array(obj, "preload_plans", path, nonempty=True)):
         where = f"{path}.preload_plans[{k}]"
@@ -178,6 +229,8 @@ def _op_from_dict(raw: Any, index: int, r: _Reader, path: str) -> Op:
                                          space_bytes=r.nonneg(plan, "space_bytes", where),
                                          load_ns=r.nonneg(plan, "load_ns", where),
                                          noc_ns=r.optional_nonneg(plan, "noc_ns", where)))
+        if len(plan) > 3 + ("noc_ns" in plan):
+            r.metadata(plan, _PRELOAD_KEYS, where)
     exec_ids = _unique_ids(exec_plans, r, f"{path}.exec_plans")
     preload_ids = _unique_ids(preload_plans, r, f"{path}.preload_plans")
     warmups = []
@@ -194,7 +247,11 @@ def _op_from_dict(raw: Any, index: int, r: _Reader, path: str) -> Op:
         if (w.preload, w.exec) in seen:
             raise r.fail(where, f"pair (preload {w.preload}, exec {w.exec}) listed twice")
         seen.add((w.preload, w.exec))
+        if len(pair) > 3:
+            r.metadata(pair, _WARMUP_KEYS, where)
         warmups.append(w)
+    if len(obj) > len(_OP_KEYS):  # every op key is required: more keys means metadata
+        r.metadata(obj, _OP_KEYS, path)
     return Op(
         name=r.string(obj, "name", path),
         kind=r.string(obj, "kind", path),
@@ -227,12 +284,29 @@ def instance_from_dict(raw: Any, source: str = "<instance>", path: str = "") -> 
     ops_path = _join(path, "ops")
     ops = tuple(_op_from_dict(raw_op, i, r, f"{ops_path}[{i}]")
                 for i, raw_op in enumerate(r.array(obj, "ops", path, nonempty=True)))
+    _check_totals(ops, r, ops_path)
+    r.metadata(obj, _INSTANCE_KEYS, path)
     return Instance(
         name=r.string(obj, "name", path),
         chip=chip_from_dict(r.field(obj, "chip", path), r, _join(path, "chip")),
         ops=ops,
         extra=_extras(obj, {"format", "name", "chip", "ops"}),
     )
+
+
+def _check_totals(ops: tuple[Op, ...], r: _Reader, path: str) -> None:
+    """Sums the semantics can form stay below 2**53 (docs/contract.md, supported range)."""
+    longest_run = sum(max(q.load_ns for q in op.preload_plans)
+                      + max(op.exec_by_id[w.exec].time_ns + w.time_ns for w in op.warmup)
+                      for op in ops)
+    if longest_run > TIME_LIMIT_NS:
+        raise r.fail(path, f"the longest load plus the longest execute with warm-up, summed "
+                           f"over ops, is {longest_run:,} ns, above 2**51 ({TIME_LIMIT_NS:,}) ns")
+    largest_space = sum(max(x.space_bytes for x in (*op.exec_plans, *op.preload_plans))
+                        for op in ops)
+    if largest_space > MAX_INT:
+        raise r.fail(path, f"the largest space_bytes of each op, summed over ops, is "
+                           f"{largest_space:,} B, above 2**53 - 1 ({MAX_INT:,}) B")
 
 
 def chip_to_dict(chip: Chip) -> dict[str, Any]:
@@ -288,8 +362,10 @@ def parse_instr(text: Any) -> Instr | None:
 def plan_from_dict(raw: Any, source: str = "<plan>") -> Plan:
     """Read a plan whose structure is sound enough to evaluate.
 
-    Rule checking (R1-R6) is `verify`'s job; this only rejects what cannot be evaluated:
-    instructions that name no op and choices of plan ids the op does not have.
+    Rule checking is `verify`'s job; this rejects what cannot be evaluated, which `verify`
+    reports as broken rules R1, R3 and R4: program entries that name no op, an instruction
+    missing or repeated, a preload after its execute, chosen plan ids the op does not have and
+    incompatible chosen pairs. Dependencies (R2), memory (R5) and claims (R6) are left to it.
     """
     r = _Reader(source)
     obj = r.obj(raw, "")
@@ -311,27 +387,52 @@ def plan_from_dict(raw: Any, source: str = "<plan>") -> Plan:
             raise r.fail(f"{where}.exec", f"op {i} has no exec plan {c.exec}")
         if c.preload not in op.preload_by_id:
             raise r.fail(f"{where}.preload", f"op {i} has no preload plan {c.preload}")
+        if (c.preload, c.exec) not in op.warmup_ns:
+            raise r.fail(where, f"op {i}: preload plan {c.preload} and exec plan {c.exec} are "
+                                "not a compatible pair (not listed in warmup)")
+        if len(raw_c) > 2:
+            r.metadata(raw_c, _CHOICE_KEYS, where)
         choice.append(c)
-    program = []
-    for k, text in enumerate(r.array(obj, "program", "")):
-        instr = parse_instr(text)
-        if instr is None or instr[1] >= n:
-            raise r.fail(f"program[{k}]", f"must be P<op> or E<op> with op < {n}, "
-                                          f"got {_show(text)}")
-        program.append(instr)
+    program = _program_from_list(r.array(obj, "program", ""), n, r)
     release: dict[Instr, int] = {}
     raw_release = r.obj(obj.get("release_ns", {}), "release_ns")
     for key in raw_release:
         instr = parse_instr(key)
         if instr is None or instr[1] >= n:
             raise r.fail(f"release_ns.{key}", "must name an instruction P<op> or E<op>")
-        release[instr] = r.nonneg(raw_release, key, "release_ns")
+        release[instr] = r.nonneg(raw_release, key, "release_ns", limit=TIME_LIMIT_NS)
     claims = _claims_from_dict(obj["claims"], r) if "claims" in obj else None
     timing = obj.get("timing", ABSENT_TIMING)
     if timing not in TIMINGS:
         raise r.fail("timing", f"must be one of {', '.join(TIMINGS)}, got {_show(timing)}")
+    r.metadata(obj, _PLAN_KEYS, "")
     return Plan(instance=instance, choice=tuple(choice), program=tuple(program),
                 release_ns=release, claims=claims, timing=timing)
+
+
+def _program_from_list(raw: list, n: int, r: _Reader) -> list[Instr]:
+    """Every op's P and E exactly once, P first: the programs that can be timed."""
+    program: list[Instr] = []
+    first: dict[Instr, int] = {}
+    for k, text in enumerate(raw):
+        instr = parse_instr(text)
+        if instr is None or instr[1] >= n:
+            raise r.fail(f"program[{k}]", f"must be P<op> or E<op> with op < {n}, "
+                                          f"got {_show(text)}")
+        if instr in first:
+            raise r.fail(f"program[{k}]", f"{text} appears twice (also at program"
+                                          f"[{first[instr]}])")
+        if instr[0] == "E" and ("P", instr[1]) not in first:
+            raise r.fail(f"program[{k}]", f"{text} comes before P{instr[1]}")
+        first[instr] = k
+        program.append(instr)
+    if len(program) != 2 * n:
+        missing = [instr_name((kind, i)) for i in range(n) for kind in "PE"
+                   if (kind, i) not in first]
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
+                                          else "")
+        raise r.fail("program", f"every op needs one P and one E; missing {shown}")
+    return program
 
 
 def _claims_from_dict(raw: Any, r: _Reader) -> Claims:
@@ -342,12 +443,16 @@ def _claims_from_dict(raw: Any, r: _Reader) -> Claims:
     bound = obj.get("lower_bound_ns")
     if bound is not None:
         bound = r.nonneg(obj, "lower_bound_ns", "claims")
-    wall = obj.get("wall_s", 0.0)
-    if not isinstance(wall, int | float) or isinstance(wall, bool) or wall < 0:
-        raise r.fail("claims.wall_s", f"must be a non-negative number, got {_show(wall)}")
+    wall = obj.get("wall_s", 0.0)  # NaN and infinities fail the range test
+    if not isinstance(wall, int | float) or isinstance(wall, bool) or not 0 <= wall <= MAX_INT:
+        raise r.fail("claims.wall_s", "must be a non-negative number at most 2**53 - 1, got "
+                                      f"{_show(wall)}")
+    params = r.obj(obj.get("params", {}), "claims.params")
+    r.shallow(params, "claims.params")
+    r.metadata(obj, _CLAIMS_KEYS, "claims")
     return Claims(method=r.string(obj, "method", "claims"), status=status,  # type: ignore[arg-type]
                   makespan_ns=r.nonneg(obj, "makespan_ns", "claims"), lower_bound_ns=bound,
-                  wall_s=float(wall), params=r.obj(obj.get("params", {}), "claims.params"))
+                  wall_s=float(wall), params=params)
 
 
 def plan_to_dict(plan: Plan) -> dict[str, Any]:
@@ -374,18 +479,77 @@ def read_json(path: str | Path) -> Any:
     """Parse a JSON file; any failure becomes an InputError naming the file."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            text = f.read()
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory") from None
     except PermissionError:
         raise InputError(f"{path}: permission denied") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
+    return parse_json(text, str(path))
+
+
+class _NotJson(Exception):
+    """NaN, Infinity or -Infinity: Python's parser takes them, JSON has no such values."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise _NotJson(name)
+
+
+def parse_json(text: str, source: str) -> Any:
+    """Parse JSON text from `source` (a file name, or e.g. a command-line option).
+
+    Every failure is an InputError: invalid JSON, NaN or Infinity, nesting too deep for the
+    parser, and integer literals too long for Python's int (named by their field path).
+    """
+    try:
+        return json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as e:
-        raise InputError(f"{path}: invalid JSON at line {e.lineno} column {e.colno}: "
+        raise InputError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: "
                          f"{e.msg}") from None
+    except _NotJson as e:
+        raise InputError(f"{source}: invalid JSON: {e} is not a JSON value") from None
+    except RecursionError:
+        raise _nested_too_deep(source) from None
+    except ValueError as e:  # an integer literal past Python's int-string limit
+        raise _huge_literal(text, source, e) from None
+
+
+def _nested_too_deep(source: str) -> InputError:
+    return InputError(f"{source}: JSON nested too deeply to parse (the formats need 6 levels, "
+                      "metadata 64 more)")
+
+
+class _HugeLiteral(int):
+    """Stands in for an integer literal too long to convert, to find its field path."""
+
+
+def _huge_or_int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    return int(text) if digits <= _DIGIT_LIMIT else _HugeLiteral(digits)
+
+
+def _huge_literal(text: str, source: str, error: ValueError) -> InputError:
+    try:
+        doc = json.loads(text, parse_int=_huge_or_int, parse_constant=_reject_constant)
+    except RecursionError:
+        return _nested_too_deep(source)
+    todo: list[tuple[Any, str]] = [(doc, "")]
+    while todo:
+        value, where = todo.pop()
+        if isinstance(value, _HugeLiteral):
+            return InputError(f"{source}: {where or 'document'}: must be at most 2**53 - 1, "
+                              f"got an integer of {int(value):,} digits")
+        if isinstance(value, dict):
+            todo.extend((v, _join(where, k)) for k, v in value.items())
+        elif isinstance(value, list):
+            todo.extend((v, f"{where}[{k}]") for k, v in enumerate(value))
+    return InputError(f"{source}: invalid JSON: {error}")
 
 
 def load_instance(path: str | Path) -> Instance:

@@ -104,3 +104,58 @@ def test_written_files_get_the_usual_permissions(tmp_path):
     finally:
         os.umask(umask)
     assert (tmp_path / "out.json").stat().st_mode & 0o777 == 0o644
+
+
+def hostile_instance_texts() -> dict[str, tuple[str, str]]:
+    """Instance files that once crashed the CLI, and what the one-line error must name."""
+    raw = instance_to_dict(synthetic_instance(ops=4))
+    huge_time = json.loads(json.dumps(raw))
+    huge_time["ops"][1]["exec_plans"][0]["time_ns"] = 2**70
+    text = json.dumps(raw)
+    return {
+        "nested 50,000 deep": ('{"a":' * 50_000 + "1" + "}" * 50_000, "nested too deeply"),
+        "time_ns 2**70": (json.dumps(huge_time), "ops[1].exec_plans[0].time_ns: must be at most "
+                                                 "2**53 - 1"),
+        "5,001-digit flops": (text.replace('"flops": ', '"flops": ' + "3" * 5001 + ', "x": ', 1),
+                              "ops[0].flops: must be at most 2**53 - 1, got an integer of 5,001"),
+        "Infinity": (text.replace('"flops": ', '"flops": Infinity, "x": ', 1), "Infinity"),
+        "deep metadata": (text.replace('"ops": ', '"meta": ' + "[" * 900 + "]" * 900
+                                       + ', "ops": ', 1), "meta: nested more than 64"),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(hostile_instance_texts()))
+def test_solve_and_simulate_reject_hostile_json_in_one_line(tmp_path, capsys, case):
+    from elk_opt.cli import main
+
+    text, expected = hostile_instance_texts()[case]
+    path = tmp_path / "input.json"
+    path.write_text(text)
+    out = tmp_path / "plan.json"
+    assert main(["solve", str(path), "--method", "basic", "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and expected in err and str(path) in err
+    assert not out.exists()
+    assert main(["simulate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(path) in err
+
+
+def test_the_loader_rejects_programs_it_cannot_evaluate(tmp_path):
+    """A plan loads only if it can be timed: simulate and lower used to crash on these."""
+    raw = plan_to_dict(solve(synthetic_instance(ops=5), "basic"))
+    raw["program"].remove("E3")
+    with pytest.raises(InputError, match="program: every op needs one P and one E; missing E3"):
+        plan_from_dict(raw, "p.json")
+
+
+@pytest.mark.parametrize("value", ["[" * 3000 + "]" * 3000, "1" * 5000])
+def test_a_hostile_param_value_is_a_usage_error(tmp_path, capsys, value):
+    from elk_opt.cli import main
+
+    path = tmp_path / "i.json"
+    save_instance(path, synthetic_instance(ops=3))
+    out = tmp_path / "plan.json"
+    assert main(["solve", str(path), "--method", "basic", "-o", str(out),
+                 "--param", f"x={value}"]) == 2
+    assert capsys.readouterr().err.count("\n") == 1 and not out.exists()

@@ -354,3 +354,42 @@ def test_verifier_is_independent_of_the_rest_of_the_project():
         imports = re.findall(r"^\s*(?:from|import)\s+([\w.]+)", source.read_text(), re.M)
         assert not [m for m in imports if m.split(".")[0] in
                     {"elk_opt", "heuristics", "formulations"}], source
+
+
+def test_verify_exits_quietly_when_its_reader_goes_away(tmp_path):
+    """`verify --json *.json | head -c 10`: no BrokenPipeError traceback, exit 141 as Unix tools."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(basic_plan_dict()))
+    proc = subprocess.Popen([sys.executable, "-m", "verify", "--json", *[str(path)] * 2000],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(10) == b"[\n  {\n    "
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert err == ""
+
+
+@pytest.mark.parametrize("text, expected", [
+    ('{"a":' * 50_000 + "1" + "}" * 50_000, "nested too deeply"),
+    ("[" * 3000 + "]" * 3000, "nested too deeply"),
+    ('{"format": "elk-plan/1", "big": ' + "1" * 5001 + "}", "big: must be at most 2**53 - 1"),
+    ('{"format": NaN}', "NaN is not a JSON value"),
+])
+def test_hostile_json_is_one_line_and_exit_2_in_a_fresh_interpreter(tmp_path, text, expected):
+    import subprocess
+    import sys
+
+    path = tmp_path / "plan.json"
+    path.write_text(text)
+    done = subprocess.run([sys.executable, "-m", "verify", str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and expected in done.stderr, done.stderr
+
+
+def test_a_file_name_too_long_is_unreadable_not_a_crash(capsys):
+    assert verify_main(["x" * 5000 + ".json"]) == 2
+    assert "cannot read" in capsys.readouterr().err

@@ -1,31 +1,39 @@
-"""Command line of the checker: exit 0 valid, 1 rules broken, 2 unreadable or malformed."""
+"""Command line of the checker: exit 0 valid, 1 rules broken, 2 unreadable or malformed.
+
+Like other Unix tools it stops quietly when its reader goes away (`verify --json *.json | head`,
+exit 141 = 128 + SIGPIPE) and exits 130 on an interrupt; it writes no files.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
-from verify.checker import Malformed, Report, check
+from verify.checker import Report, check
+from verify.jsontext import parse
+from verify.reading import Malformed
 
 VALID, BROKEN, UNREADABLE = 0, 1, 2
+PIPE_CLOSED = 128 + signal.SIGPIPE
+INTERRUPTED = 130
 
 
 def read(path: str) -> Any:
     """The parsed JSON document; raises Malformed with the file's problem."""
     try:
         with open(path, encoding="utf-8") as f:
-            return json.load(f)
+            text = f.read()
     except OSError as e:
-        raise Malformed(f"cannot read: {e.strerror}") from None
+        raise Malformed(f"cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:
         raise Malformed(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
-    except json.JSONDecodeError as e:
-        raise Malformed(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    return parse(text)
 
 
 def verify_file(path: str) -> tuple[int, dict[str, Any], str]:
@@ -91,15 +99,27 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("plans", nargs="+", metavar="plan.json")
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     args = parser.parse_args(argv)
+    try:
+        return _run(args.plans, args.json)
+    except BrokenPipeError:
+        # Nobody reads on: stop quietly, and keep Python from failing again at its final flush.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return PIPE_CLOSED
+    except KeyboardInterrupt:
+        print("verify: interrupted", file=sys.stderr)
+        return INTERRUPTED
+
+
+def _run(paths: list[str], as_json: bool) -> int:
     worst = VALID
     reports = []
-    for path in args.plans:
+    for path in paths:
         code, report, text = verify_file(path)
         worst = max(worst, code)
-        if args.json:
+        if as_json:
             reports.append(report)
         else:
-            print(text, file=sys.stdout if code != UNREADABLE else sys.stderr)
-    if args.json:
-        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2))
+            print(text, file=sys.stdout if code != UNREADABLE else sys.stderr, flush=True)
+    if as_json:
+        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2), flush=True)
     return worst

@@ -57,6 +57,9 @@ def parse_params(items: list[str]) -> dict[str, Any]:
             out[key] = json.loads(text, parse_constant=_not_finite(item))
         except json.JSONDecodeError:
             out[key] = text
+        except (RecursionError, ValueError):  # nesting or an integer too long for Python
+            raise UsageError(f"--param {key}: value nested too deeply or with a number too "
+                             "long to read") from None
     return out
 
 

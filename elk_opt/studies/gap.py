@@ -12,7 +12,6 @@ the best lower bound any method reported; gaps are makespan / reference - 1.
 from __future__ import annotations
 
 import functools
-import json
 import sys
 import time
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ from typing import Any
 
 from elk_opt.errors import InputError, UsageError
 from elk_opt.interrupts import Terminated
-from elk_opt.io import ensure_dir, plan_to_dict, save_json
+from elk_opt.io import ensure_dir, plan_to_dict, read_json, save_json
 from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance, Timing
 from elk_opt.solution import SolveOptions
@@ -204,9 +203,10 @@ def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, 
 def _read_cells(cells_dir: Path) -> dict[str, Cell]:
     cells = {}
     for path in sorted(cells_dir.glob("*.json")):
+        raw = read_json(path)
         try:
-            cells[path.stem] = Cell(**json.loads(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError) as e:
+            cells[path.stem] = Cell(**raw)
+        except TypeError as e:
             raise InputError(f"{path}: not a study cell ({e}); delete it to run that cell "
                              "again") from None
     return cells
@@ -219,10 +219,7 @@ def _cell_name(instance: str, method: str) -> str:
 def _check_settings(out: Path, settings: dict[str, Any]) -> None:
     path = out / "study.json"
     if path.exists():
-        try:
-            before = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            raise InputError(f"{path}: unreadable ({e})") from None
+        before = read_json(path)
         if before != settings:
             changed = [k for k in settings if before.get(k) != settings[k]] or ["format"]
             raise UsageError(f"{out} holds a study with other settings (other "
