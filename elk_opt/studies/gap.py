@@ -203,9 +203,10 @@ def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, 
 def _read_cells(cells_dir: Path) -> dict[str, Cell]:
     cells = {}
     for path in sorted(cells_dir.glob("*.json")):
-        raw = read_json(path)
         try:
-            cells[path.stem] = Cell(**raw)
+            cells[path.stem] = Cell(**read_json(path))
+        except InputError as e:
+            raise InputError(f"{e}: not a study cell; delete it to run that cell again") from None
         except TypeError as e:
             raise InputError(f"{path}: not a study cell ({e}); delete it to run that cell "
                              "again") from None
