@@ -1,6 +1,7 @@
 """Memory and time of the Ideal bound and of Basic (which reports it) at training scale.
 
-PYTHONPATH=. python benchmarks/bench_bounds.py [--sizes 20000,100000] [--dense-sizes 2000,5000] [--repeats 3]
+PYTHONPATH=. python benchmarks/bench_bounds.py [--sizes 20000,100000]
+                                              [--dense-sizes 2000,5000] [--repeats 3]
 
 Synthetic decoder instances (elk_opt.synthetic, 4 plans per op). Peak memory is tracemalloc's
 peak during the call (numpy's buffers included), above what the instance already holds; times
