@@ -15,7 +15,8 @@ says for which timings and execution orders. A bound of separate-noc holds for s
   (formulations.window_bound); sees SRAM.
 The lp and window models are section 5's: valid under both timings, blind to the port.
 Every bound but ideal and port-total holds for plans that execute in the instance's order
-(every method here does).
+(every method here does). A Ctrl-C stops the bound being computed and prints (and writes)
+those already found; the window bound keeps the windows it had bounded.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from elk_opt.bounds import ideal_bound
 from elk_opt.cut_bounds import hbm_cut_bound, port_cut_bound, port_total_bound
 from elk_opt.errors import UsageError
 from elk_opt.io import load_instance, save_json
-from elk_opt.problem import DEFAULT_TIMING, TIMINGS
+from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Instance
 
 BOTH = "separate-noc, shared-noc"
 
@@ -65,6 +66,45 @@ def _row(name: str, started: float, ns: int | None, timings: str, order: str,
             "timings": timings, "order": order, "note": note}
 
 
+def _fluid(args: argparse.Namespace, instance: Instance) -> dict[str, Any] | None:
+    n = len(instance.ops)
+    if n > args.fluid_max_ops:
+        return None
+    from formulations.fluid_bound import fluid_bound
+    print(f"fluid LP of {n} ops...", file=sys.stderr)
+    started = time.perf_counter()
+    fb = fluid_bound(instance, args.timing, args.fluid_time, threads=args.threads)
+    note = (f"{fb.columns:,} columns, {fb.rows:,} rows, {fb.classes} load classes"
+            if fb.bound_ns is not None else f"not finished in {args.fluid_time:g} s")
+    return _row("fluid", started, fb.bound_ns, args.timing, "instance", note)
+
+
+def _lp(args: argparse.Namespace, instance: Instance) -> dict[str, Any] | None:
+    n = len(instance.ops)
+    if n > args.lp_max_ops:
+        return None
+    from formulations.ilp import lp_bound
+    print(f"LP relaxation of {n} ops...", file=sys.stderr)
+    started = time.perf_counter()
+    value = lp_bound(instance, args.lp_time)
+    return _row("lp", started, value, BOTH, "instance",
+                "LP relaxation of the ILP (section 5 model)" if value is not None
+                else f"not finished in {args.lp_time:g} s")
+
+
+def _window(args: argparse.Namespace, instance: Instance) -> dict[str, Any] | None:
+    if not args.window:
+        return None
+    from formulations.window_bound import window_bound
+    print(f"window bound, {args.window} ops per window...", file=sys.stderr)
+    wb = window_bound(instance, args.window, args.window_time, args.threads, progress=True)
+    interrupted = wb.solved < wb.windows
+    note = (f"interrupted: the first {wb.solved} of {wb.windows} windows" if interrupted
+            else f"{wb.windows} windows, {wb.proven} solved to optimality")
+    return {"bound": f"window{args.window}", "ns": wb.bound_ns, "wall_s": wb.wall_s,
+            "timings": BOTH, "order": "instance", "note": note, "interrupted": interrupted}
+
+
 def run(args: argparse.Namespace) -> int:
     if (args.window < 0 or args.window_time <= 0 or args.lp_time <= 0 or args.threads < 1
             or args.fluid_time <= 0 or args.fluid_max_ops < 0 or args.lp_max_ops < 0):
@@ -77,39 +117,29 @@ def run(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))
     started = time.perf_counter()
-    rows.append(_row("hbm-cut", started, hbm_cut_bound(instance) if n else 0, BOTH, "instance",
+    rows.append(_row("hbm-cut", started, hbm_cut_bound(instance), BOTH, "instance",
                      "loads before an execute start, then the executes"))
     if shared:
         started = time.perf_counter()
         rows.append(_row("port-total", started, port_total_bound(instance), "shared-noc",
                          "any", "all port work at 1000 permille"))
         started = time.perf_counter()
-        rows.append(_row("port-cut", started, port_cut_bound(instance) if n else 0,
+        rows.append(_row("port-cut", started, port_cut_bound(instance),
                          "shared-noc", "instance",
                          "port work before an execute start, then the executes"))
-    if n <= args.fluid_max_ops:
-        from formulations.fluid_bound import fluid_bound
-        print(f"fluid LP of {n} ops...", file=sys.stderr)
+    for heavy in (_fluid, _lp, _window):
         started = time.perf_counter()
-        fb = fluid_bound(instance, args.timing, args.fluid_time, threads=args.threads)
-        note = (f"{fb.columns:,} columns, {fb.rows:,} rows, {fb.classes} load classes"
-                if fb.bound_ns is not None else f"not finished in {args.fluid_time:g} s")
-        rows.append(_row("fluid", started, fb.bound_ns, args.timing, "instance", note))
-    if n <= args.lp_max_ops:
-        from formulations.ilp import lp_bound
-        print(f"LP relaxation of {n} ops...", file=sys.stderr)
-        started = time.perf_counter()
-        value = lp_bound(instance, args.lp_time)
-        rows.append(_row("lp", started, value, BOTH, "instance",
-                         "LP relaxation of the ILP (section 5 model)" if value is not None
-                         else f"not finished in {args.lp_time:g} s"))
-    if args.window:
-        from formulations.window_bound import window_bound
-        print(f"window bound, {args.window} ops per window...", file=sys.stderr)
-        wb = window_bound(instance, args.window, args.window_time, args.threads, progress=True)
-        rows.append({"bound": f"window{args.window}", "ns": wb.bound_ns, "wall_s": wb.wall_s,
-                     "timings": BOTH, "order": "instance",
-                     "note": f"{wb.windows} windows, {wb.proven} solved to optimality"})
+        try:
+            row = heavy(args, instance)
+        except KeyboardInterrupt:
+            rows.append(_row(heavy.__name__.strip("_"), started, None, "", "",
+                             "interrupted (the rest skipped)"))
+            break
+        if row is not None:
+            interrupted = row.pop("interrupted", False)
+            rows.append(row)
+            if interrupted:
+                break
     best = max(rows, key=lambda r: r["ns"] if r["ns"] is not None else -1)
     print(f"{instance.name}: {n} ops, bounds for {args.timing}")
     print(f"  {'bound':<11}{'ns':>15}     {'wall':>7}    {'holds for':<26}{'order':<10}note")
