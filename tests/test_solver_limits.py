@@ -23,20 +23,21 @@ from elk_opt.io import save_instance
 from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
 from elk_opt.synthetic import synthetic_instance
-from formulations import ilp
+from formulations import cpsat, ilp
 from formulations.highs_run import new_highs, run_interruptible
 from tests.tiny import tiny_instance
 
 SECTION_5 = "separate-noc"  # what the ILP models today; the plans here are checked under it
 
 
-def test_ilp_time_limit_covers_model_building():
-    # Building this model alone takes tens of seconds; the limit must stop it.
+@pytest.mark.parametrize("method", [ilp, cpsat])
+def test_time_limit_covers_model_building(method):
+    # Building either model alone takes seconds to tens of seconds; the limit must stop it.
     instance = synthetic_instance(ops=400, plans=4, seed=0)
     warm = solve(instance, "elk-dyn", SolveOptions(timing=SECTION_5))
     started = time.perf_counter()
-    plan = ilp.solve(instance, SolveOptions(time_limit_s=1.0, threads=1, timing=SECTION_5,
-                                            warm_start="elk-dyn", warm_plan=warm))
+    plan = method.solve(instance, SolveOptions(time_limit_s=1.0, threads=1, timing=SECTION_5,
+                                               warm_start="elk-dyn", warm_plan=warm))
     assert time.perf_counter() - started < 4.0
     c = plan.claims
     assert plan.choice == warm.choice and plan.program == warm.program
@@ -45,7 +46,7 @@ def test_ilp_time_limit_covers_model_building():
     assert c.makespan_ns == evaluate(instance, plan.choice, plan.program,
                                      timing=SECTION_5).makespan_ns
     with pytest.raises(UsageError, match="could not build its model of 400 ops within 1 s"):
-        ilp.solve(instance, SolveOptions(time_limit_s=1.0, threads=1, timing=SECTION_5))
+        method.solve(instance, SolveOptions(time_limit_s=1.0, threads=1, timing=SECTION_5))
 
 
 def test_lp_bound_time_limit_covers_model_building():
