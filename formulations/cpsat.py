@@ -233,6 +233,9 @@ def solver_for(options: SolveOptions, time_limit_s: float | None) -> cp_model.Cp
         prm.max_time_in_seconds = time_limit_s
     prm.num_workers = options.threads or 2
     prm.random_seed = options.seed
+    if options.work_limit is not None:  # repeatable: a deterministic budget, and with several
+        prm.max_deterministic_time = options.work_limit  # workers, interleaved in batches
+        prm.interleave_search = prm.num_workers > 1
     if options.gap is not None:
         prm.relative_gap_limit = options.gap
     if options.verbose:

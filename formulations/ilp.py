@@ -363,6 +363,9 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if solver not in SOLVERS:
         raise UsageError(f"ilp solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
     restrict = Restrictions.from_params(params)
+    if options.work_limit is not None:
+        raise UsageError("ilp has no deterministic work limit (HiGHS and CBC offer none); its "
+                         "runs repeat when they finish within --time-limit")
     claims = {**restrict.claims(), "solver": solver}
     try:
         im = build(instance, restrict, deadline=deadline)

@@ -127,7 +127,9 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                     break
                 reach = width + max(j - s for j, s in enumerate(inc.slot))
                 cm = _window_model(instance, pairs, inc, first, stop, reach)
-                limit = knobs["window_time"] if left is None else min(knobs["window_time"], left)
+                # with a work limit (per window), no wall limit of its own: repeatable
+                own = None if options.work_limit is not None else knobs["window_time"]
+                limit = own if left is None else left if own is None else min(own, left)
                 solver = solver_for(options, limit)
                 status = interrupt.solve(solver, cm.model)
                 windows += 1

@@ -1,5 +1,6 @@
-"""Exact solvers under limits: the ILP's time limit covers model building, SIGINT stops both
-exact solvers at once with their best plan, and HiGHS stays silent unless asked."""
+"""Solvers under limits: the exact models' time limits cover model building, SIGINT stops
+every exact method at once with its best plan, HiGHS stays silent unless asked, and runs
+repeat (heuristics always; exact methods when they finish or stop on a work limit)."""
 
 from __future__ import annotations
 
@@ -19,8 +20,8 @@ import pytest
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
-from elk_opt.io import save_instance
-from elk_opt.methods import solve
+from elk_opt.io import plan_to_dict, save_instance
+from elk_opt.methods import heuristics, solve
 from elk_opt.solution import SolveOptions
 from elk_opt.synthetic import synthetic_instance
 from formulations import cpsat, ilp
@@ -163,3 +164,39 @@ def test_highs_prints_nothing_unless_verbose(tmp_path):
     done = _run("solve", str(inst), "--method", "ilp", "--verbose", "-o", str(plan))
     assert done.returncode == 0
     assert "HiGHS" in done.stderr and "HiGHS" not in done.stdout
+
+
+# --- determinism: what repeats byte for byte (wall_s aside) ---
+
+def _bytes(plan) -> str:
+    data = plan_to_dict(plan)
+    data["claims"].pop("wall_s")
+    return json.dumps(data, sort_keys=True)
+
+
+@pytest.mark.parametrize(("threads", "work"), [(1, 0.3), (2, 0.02)])
+def test_cpsat_stopped_by_its_work_limit_repeats(threads, work):
+    instance = synthetic_instance(ops=16, plans=4, seed=0, tightness=0.6)
+    options = SolveOptions(threads=threads, work_limit=work, timing=SECTION_5)
+    first, second = (solve(instance, "cpsat", options) for _ in range(2))
+    assert first.claims.params["solver_status"] == "FEASIBLE"  # the budget stopped it
+    assert _bytes(first) == _bytes(second)
+
+
+def test_exact_runs_that_finish_repeat_and_the_ilp_refuses_a_work_limit():
+    instance = synthetic_instance(ops=8, plans=3, seed=2, tightness=0.6)
+    for method in ("ilp", "cpsat"):
+        options = SolveOptions(threads=1, timing=SECTION_5)
+        first, second = (solve(instance, method, options) for _ in range(2))
+        assert first.claims.status == "optimal" and _bytes(first) == _bytes(second)
+    with pytest.raises(UsageError, match="no deterministic work limit"):
+        solve(instance, "ilp", SolveOptions(work_limit=1.0, timing=SECTION_5))
+
+
+def test_heuristics_and_polish_repeat():
+    instance = synthetic_instance(ops=24, plans=4, seed=5, tightness=0.6)
+    for method in (*heuristics(), "polish"):
+        options = SolveOptions(threads=1, work_limit=0.2,
+                               params={"width": 8, "stride": 4} if method == "polish" else {})
+        assert _bytes(solve(instance, method, options)) == _bytes(
+            solve(instance, method, options)), method

@@ -23,6 +23,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, metavar="plan.json")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
                    help="wall-clock limit for methods that search (seconds)")
+    p.add_argument("--work-limit", type=float, default=None, metavar="U",
+                   help="CP-SAT methods: a budget in deterministic work units instead of "
+                        "seconds, so that a run stopped by it is repeatable (cpsat: the whole "
+                        "search; polish: each window)")
     p.add_argument("--gap", type=float, default=None, help="relative gap to stop exact solvers")
     p.add_argument("--threads", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
@@ -55,7 +59,10 @@ def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     if args.time_limit is not None and args.time_limit <= 0:
         raise UsageError(f"--time-limit must be positive, got {args.time_limit}")
-    options = SolveOptions(time_limit_s=args.time_limit, gap=args.gap, threads=args.threads,
+    if args.work_limit is not None and args.work_limit <= 0:
+        raise UsageError(f"--work-limit must be positive, got {args.work_limit}")
+    options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
+                           gap=args.gap, threads=args.threads,
                            seed=args.seed, timing=args.timing, warm_start=args.warm_start,
                            verbose=args.verbose, params=parse_params(args.param))
     print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
