@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from elk_opt.chips import DEFAULT_CHIP
 from elk_opt.errors import UsageError
-from elk_opt.problem import TIMINGS, Chip, Instance, Plan, Timing
+from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Chip, Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
 
 if TYPE_CHECKING:
@@ -208,17 +208,22 @@ def simulate(plan: Plan, *, sharing: str = "full", chip: Chip | str | None = Non
     return run(plan, sharing=sharing, chip=load_chip(chip) if isinstance(chip, str) else chip)
 
 
-def bound(instance: Instance, *, window: int = 12, window_time_s: float = 2.0,
+def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops: int = 2000,
+          fluid_time_s: float = 120.0, window: int = 12, window_time_s: float = 2.0,
           lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2) -> dict[str, Any]:
-    """Lower bounds on every plan's makespan, as `elk-opt bound -o` writes them:
-    `{"instance", "ops", "bounds": [{"bound", "ns", "wall_s", "note"}], "best"}`.
+    """Lower bounds on every plan's makespan under `timing`, as `elk-opt bound -o` writes them:
+    `{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
+    "note"}], "best"}`.
 
-    Ideal (any execution order), the LP relaxation (up to `lp_max_ops` ops, `lp_time_s`) and
-    the window bound (`window` ops per window, 0 to skip; `window_time_s` of CP-SAT each).
+    Ideal (any execution order), the HBM and port cuts (linear), the fluid LP (up to
+    `fluid_max_ops` ops, `fluid_time_s`), the LP relaxation (up to `lp_max_ops` ops,
+    `lp_time_s`) and the window bound (`window` ops per window, 0 to skip; `window_time_s` of
+    CP-SAT each); each row says for which timings and execution orders it holds.
     """
     from elk_opt.lower_bounds import lower_bounds
 
-    return lower_bounds(instance, window=window, window_time_s=window_time_s,
+    return lower_bounds(instance, timing=timing, fluid_max_ops=fluid_max_ops,
+                        fluid_time_s=fluid_time_s, window=window, window_time_s=window_time_s,
                         lp_max_ops=lp_max_ops, lp_time_s=lp_time_s, threads=threads)
 
 

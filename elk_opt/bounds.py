@@ -1,8 +1,8 @@
-"""The paper's Ideal roofline, made a valid lower bound of the section-5 semantics.
+"""The paper's Ideal roofline, made a valid lower bound of both timings (sections 5 and 5b).
 
 Elk's Ideal lets execution and preloading each use the whole chip (SRAM and interconnect are
 not shared), so an op runs its fastest plan and loads at full speed. Read as a bound of our
-semantics, for any plan (any choice, program and release times):
+semantics, for any plan (any choice, program, release times and execution order):
 
 1. Executes are serial, so the exec chain lasts at least sum_i run_i, where run_i is the
    least `time_ns + warm-up` over op i's compatible pairs. The first execute is of some source
@@ -21,45 +21,73 @@ The bound is the larger of the two. It ignores SRAM entirely, so it is also the 
 paper's Ideal stands for: the roofline max(total compute, total HBM traffic) with the two
 unavoidable pipeline fill and drain terms.
 
-One use of SRAM is sound and kept: R5 at E<i> implies space(exec_i) <= sram_bytes, so "least"
-above ranges over the pairs whose execute plan fits SRAM alone (all pairs if none fits, when
-no valid plan exists anyway). The bound holds for every plan that obeys R5.
+Section 5b only slows instructions (a shared port gives each no more than its demand), so
+every instruction still lasts at least its section-5 duration and the proof holds unchanged.
+
+One use of SRAM is sound and kept: R5 at E<i> implies max(space(exec_i), space(preload_i)) <=
+sram_bytes, so "least" above ranges over the pairs whose two layouts each fit SRAM alone (all
+pairs if none fits, when no valid plan exists anyway). The bound holds for every plan that
+obeys R5.
+
+Memory is linear in the graph: the least tail of term 2 is found by a branch-and-bound over
+the loading ops, ordered by a lower estimate of their tails (the heaviest path of runs from
+the op), each exact tail summed by a graph search that stops once it reaches the best tail
+found so far.
 """
 
 from __future__ import annotations
 
-import numpy as np
-
-from elk_opt.problem import Instance, Op
+from elk_opt.problem import ExecPlan, Instance, Op, PreloadPlan
 
 
-def _pairs(op: Op, sram: int) -> list:
+def allowed_pairs(op: Op, sram: int) -> list[tuple[PreloadPlan, ExecPlan, int]]:
     """The op's pairs a plan obeying R5 can choose (all of them if none can)."""
     pairs = op.pairs()
-    return [pair for pair in pairs if pair[1].space_bytes <= sram] or pairs
+    return [pair for pair in pairs
+            if max(pair[0].space_bytes, pair[1].space_bytes) <= sram] or pairs
 
 
-def _least_run(op: Op, sram: int) -> int:
-    return min(p.time_ns + t for _q, p, t in _pairs(op, sram))
-
-
-def _least_load(op: Op, sram: int) -> int:
-    return min(q.load_ns for q, _p, _t in _pairs(op, sram))
-
-
-def _descendant_runs(instance: Instance, runs: np.ndarray) -> np.ndarray:
-    """Sum of `runs` over each op's descendants (transitive consumers)."""
-    n = len(instance.ops)
-    consumers: list[list[int]] = [[] for _ in range(n)]
+def _consumers(instance: Instance) -> list[list[int]]:
+    consumers: list[list[int]] = [[] for _ in instance.ops]
     for i, op in enumerate(instance.ops):
         for j in op.inputs:
             consumers[j].append(i)
-    desc = np.zeros((n, n), dtype=bool)
+    return consumers
+
+
+def least_tail(instance: Instance, runs: list[int], candidates: list[int]) -> int:
+    """min over `candidates` j of runs[j] + the sum of runs over j's descendants.
+
+    Exact, in memory linear in the graph. `path[j]` (runs along the heaviest path from j) is a
+    lower estimate of j's tail, since the path's ops are distinct descendants; candidates are
+    tried in increasing estimate until the estimate reaches the best exact tail, and each
+    exact tail is summed by a depth-first search abandoned once it reaches the best.
+    """
+    consumers = _consumers(instance)
+    n = len(runs)
+    path = list(runs)
     for j in range(n - 1, -1, -1):
-        for c in consumers[j]:
-            desc[j, c] = True
-            desc[j] |= desc[c]
-    return desc.astype(np.int64) @ runs
+        if consumers[j]:
+            path[j] += max(path[c] for c in consumers[j])
+    best = None
+    seen = [-1] * n  # the candidate whose search last reached the op
+    for j in sorted(candidates, key=lambda j: (path[j], j)):
+        if best is not None and path[j] >= best:
+            break
+        total = runs[j]
+        seen[j] = j
+        stack = [j]
+        while stack and (best is None or total < best):
+            for c in consumers[stack.pop()]:
+                if seen[c] != j:
+                    seen[c] = j
+                    total += runs[c]
+                    stack.append(c)
+        if best is None or total < best:
+            best = total
+    if best is None:
+        raise ValueError("least_tail needs at least one candidate")
+    return best
 
 
 def ideal_bound(instance: Instance) -> int:
@@ -68,13 +96,12 @@ def ideal_bound(instance: Instance) -> int:
     if not ops:
         return 0
     sram = instance.chip.sram_bytes
-    runs = np.array([_least_run(op, sram) for op in ops], dtype=np.int64)
-    loads = np.array([_least_load(op, sram) for op in ops], dtype=np.int64)
-    loading = np.array([max(q.load_ns for q, _p, _t in _pairs(op, sram)) > 0 for op in ops])
+    pairs = [allowed_pairs(op, sram) for op in ops]
+    runs = [min(p.time_ns + t for _q, p, t in ps) for ps in pairs]
+    loads = [min(q.load_ns for q, _p, _t in ps) for ps in pairs]
+    loading = [i for i, ps in enumerate(pairs) if max(q.load_ns for q, _p, _t in ps) > 0]
     sources = [i for i, op in enumerate(ops) if not op.inputs]
-    exec_chain = int(runs.sum()) + min(int(loads[s]) for s in sources)
-    if not loading.any():
+    exec_chain = sum(runs) + min(loads[s] for s in sources)
+    if not loading:
         return exec_chain
-    tails = runs + _descendant_runs(instance, runs)
-    hbm_chain = int(loads.sum()) + int(tails[loading].min())
-    return max(exec_chain, hbm_chain)
+    return max(exec_chain, sum(loads) + least_tail(instance, runs, loading))

@@ -1,59 +1,151 @@
 """Every lower bound the project computes for an instance, and the best of them.
 
-The logic of `elk-opt bound` (which prints and saves this report) and of `elk_opt.bound`:
-- ideal: the paper's Ideal roofline (elk_opt.bounds), instant, valid for every plan;
-- lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops;
+The logic of `elk-opt bound` (which prints and saves this report) and of `elk_opt.bound`.
+Each bound holds for every plan obeying R5 under the timing asked for (default shared-noc,
+DESIGN.md 5b), at any pair choice, preload order, issue points and releases; each row says for
+which timings and execution orders. A bound of separate-noc holds for shared-noc too (sharing
+only slows); the port bounds need the shared port.
+
+- ideal: the paper's Ideal roofline (elk_opt.bounds), any execution order;
+- hbm-cut, port-cut, port-total: the loads (and under 5b, the port work) that must precede
+  an execute's start (elk_opt.cut_bounds), linear time;
+- fluid: an LP over how load and execute work can overlap between execute starts, with
+  the port's sharing rule under 5b (formulations.fluid_bound);
+- lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
-  (formulations.window_bound); sees SRAM sharing, which the other two ignore.
-The LP and window bounds hold for plans that execute in the instance's order (the exact
-models' search space); a plan executing in another topological order is bounded by Ideal only.
-The solvers load only when their bound is asked for.
+  (formulations.window_bound); sees SRAM.
+The lp and window models are section 5's: valid under both timings, blind to the port.
+Every bound but ideal and port-total holds for plans that execute in the instance's order
+(every method here does). A Ctrl-C stops the bound being computed and keeps those already
+found; the window bound keeps the windows it had bounded. Solvers load only when asked for.
 """
 
 from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from elk_opt.bounds import ideal_bound
+from elk_opt.cut_bounds import hbm_cut_bound, port_cut_bound, port_total_bound
 from elk_opt.errors import UsageError
-from elk_opt.problem import Instance
+from elk_opt.problem import DEFAULT_TIMING, Instance, Timing
+
+BOTH = "separate-noc, shared-noc"
 
 
-def lower_bounds(instance: Instance, *, window: int = 12, window_time_s: float = 2.0,
-                 lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
-                 progress: bool = False) -> dict[str, Any]:
-    """`{"instance", "ops", "bounds": [{"bound", "ns", "wall_s", "note"}], "best"}`.
+@dataclass(frozen=True)
+class _Limits:
+    timing: Timing
+    fluid_max_ops: int
+    fluid_time_s: float
+    window: int
+    window_time_s: float
+    lp_max_ops: int
+    lp_time_s: float
+    threads: int
+    progress: bool
 
-    `window` ops per window (0 skips the window bound), `window_time_s` of CP-SAT per window;
-    the LP relaxation runs up to `lp_max_ops` ops, for at most `lp_time_s`. A bound that did
-    not finish in time has `ns` None.
-    """
-    if window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1:
-        raise UsageError("window must be >= 0 and window_time_s, lp_time_s, threads positive")
+    def say(self, text: str) -> None:
+        if self.progress:
+            print(text, file=sys.stderr)
+
+
+def _row(name: str, started: float, ns: int | None, timings: str, order: str,
+         note: str) -> dict[str, Any]:
+    return {"bound": name, "ns": ns, "wall_s": time.perf_counter() - started,
+            "timings": timings, "order": order, "note": note}
+
+
+def _fluid(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     n = len(instance.ops)
+    if n > lim.fluid_max_ops:
+        return None
+    from formulations.fluid_bound import fluid_bound
+    lim.say(f"fluid LP of {n} ops...")
+    started = time.perf_counter()
+    fb = fluid_bound(instance, lim.timing, lim.fluid_time_s, threads=lim.threads)
+    note = (f"{fb.columns:,} columns, {fb.rows:,} rows, {fb.classes} load classes"
+            if fb.bound_ns is not None else f"not finished in {lim.fluid_time_s:g} s")
+    return _row("fluid", started, fb.bound_ns, lim.timing, "instance", note)
+
+
+def _lp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    n = len(instance.ops)
+    if n > lim.lp_max_ops:
+        return None
+    from formulations.ilp import lp_bound
+    lim.say(f"LP relaxation of {n} ops...")
+    started = time.perf_counter()
+    value = lp_bound(instance, lim.lp_time_s)
+    return _row("lp", started, value, BOTH, "instance",
+                "LP relaxation of the ILP (section 5 model)" if value is not None
+                else f"not finished in {lim.lp_time_s:g} s")
+
+
+def _window(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    if not lim.window:
+        return None
+    from formulations.window_bound import window_bound
+    lim.say(f"window bound, {lim.window} ops per window...")
+    wb = window_bound(instance, lim.window, lim.window_time_s, lim.threads,
+                      progress=lim.progress)
+    interrupted = wb.solved < wb.windows
+    note = (f"interrupted: the first {wb.solved} of {wb.windows} windows" if interrupted
+            else f"{wb.windows} windows, {wb.proven} solved to optimality")
+    return {"bound": f"window{lim.window}", "ns": wb.bound_ns, "wall_s": wb.wall_s,
+            "timings": BOTH, "order": "instance", "note": note, "interrupted": interrupted}
+
+
+HEAVY: tuple[Callable[[Instance, _Limits], dict[str, Any] | None], ...] = (_fluid, _lp, _window)
+
+
+def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
+                 fluid_max_ops: int = 2000, fluid_time_s: float = 120.0, window: int = 12,
+                 window_time_s: float = 2.0, lp_max_ops: int = 400, lp_time_s: float = 120.0,
+                 threads: int = 2, progress: bool = False) -> dict[str, Any]:
+    """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
+    "note"}], "best"}`.
+
+    The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`; `window` ops per
+    window (0 skips the window bound), `window_time_s` of CP-SAT per window; the LP relaxation
+    runs up to `lp_max_ops` ops, for at most `lp_time_s` (model building included). A bound
+    that did not finish in time has `ns` None.
+    """
+    if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
+            or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0):
+        raise UsageError("window, lp_max_ops and fluid_max_ops must be >= 0 and "
+                         "window_time_s, lp_time_s, fluid_time_s, threads positive")
+    lim = _Limits(timing, fluid_max_ops, fluid_time_s, window, window_time_s, lp_max_ops,
+                  lp_time_s, threads, progress)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
-    rows.append({"bound": "ideal", "ns": ideal_bound(instance),
-                 "wall_s": time.perf_counter() - started, "note": "roofline, any execution order"})
-    if n <= lp_max_ops:
-        from formulations.ilp import lp_bound
-        if progress:
-            print(f"LP relaxation of {n} ops...", file=sys.stderr)
+    rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))
+    started = time.perf_counter()
+    rows.append(_row("hbm-cut", started, hbm_cut_bound(instance), BOTH, "instance",
+                     "loads before an execute start, then the executes"))
+    if timing == "shared-noc":
         started = time.perf_counter()
-        value = lp_bound(instance, lp_time_s)
-        rows.append({"bound": "lp", "ns": value, "wall_s": time.perf_counter() - started,
-                     "note": "LP relaxation of the ILP (instance order)" if value is not None
-                     else f"not finished in {lp_time_s:g} s"})
-    if window:
-        from formulations.window_bound import window_bound
-        if progress:
-            print(f"window bound, {window} ops per window...", file=sys.stderr)
-        wb = window_bound(instance, window, window_time_s, threads, progress=progress)
-        rows.append({"bound": f"window{window}", "ns": wb.bound_ns, "wall_s": wb.wall_s,
-                     "note": f"{wb.windows} windows, {wb.proven} solved to optimality "
-                             "(instance order)"})
+        rows.append(_row("port-total", started, port_total_bound(instance), "shared-noc",
+                         "any", "all port work at 1000 permille"))
+        started = time.perf_counter()
+        rows.append(_row("port-cut", started, port_cut_bound(instance), "shared-noc",
+                         "instance", "port work before an execute start, then the executes"))
+    for heavy in HEAVY:
+        started = time.perf_counter()
+        try:
+            row = heavy(instance, lim)
+        except KeyboardInterrupt:
+            rows.append(_row(heavy.__name__.strip("_"), started, None, "", "",
+                             "interrupted (the rest skipped)"))
+            break
+        if row is not None:
+            interrupted = row.pop("interrupted", False)
+            rows.append(row)
+            if interrupted:
+                break
     best = max(rows, key=lambda r: r["ns"] if r["ns"] is not None else -1)
-    return {"instance": instance.name, "ops": n, "bounds": rows,
-            "best": {"bound": best["bound"], "ns": best["ns"]}}
+    return {"instance": instance.name, "ops": len(instance.ops), "timing": timing,
+            "bounds": rows, "best": {"bound": best["bound"], "ns": best["ns"]}}

@@ -14,6 +14,9 @@ from elk_opt.problem import DEFAULT_TIMING, Choice, Claims, Instance, Instr, Pla
 @dataclass(frozen=True)
 class SolveOptions:
     time_limit_s: float | None = None
+    # A budget of solver work in deterministic units (CP-SAT's deterministic time): a run that
+    # stops on it, not on the wall-clock limit, is repeatable. None: no such budget.
+    work_limit: float | None = None
     gap: float | None = None  # relative optimality gap at which an exact solver may stop
     threads: int | None = None
     seed: int = 0

@@ -32,6 +32,7 @@ from formulations.common import (
     remaining,
     warm_decisions,
 )
+from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 
 
 @dataclass
@@ -53,12 +54,13 @@ class CpsatModel:
 def build(instance: Instance, restrict: Restrictions,
           fixed: Mapping[int, tuple[int, int]] | None = None,
           pairs: list[list[Pair]] | None = None, free_first: bool = False,
-          chain: Sequence[int] = ()) -> CpsatModel:
+          chain: Sequence[int] = (), deadline: Deadline = NO_DEADLINE) -> CpsatModel:
     """Build the model; `fixed[j] = (pair index, slot)` pins op j's decisions and `chain`
     lists ops whose loads keep that order on the HBM (both used by polish).
 
     `free_first` relaxes it for the window bound: loads issued before the first execute
-    take no time (they happened before the window began).
+    take no time (they happened before the window began). Raises OutOfTime when `deadline`
+    passes first (checked once per op in the loops).
     """
     pairs = pairs if pairs is not None else feasible_pairs(instance)
     fixed = fixed or {}
@@ -81,6 +83,7 @@ def build(instance: Instance, restrict: Restrictions,
     exec_start = [m.new_int_var(0, big, f"es{i}") for i in range(n)]
     exec_end = [m.new_int_var(0, big, f"ee{i}") for i in range(n)]
     for i in range(n):
+        deadline.check()
         m.add(exec_end[i] == exec_start[i] + total(i, "run_ns"))
         if i:
             m.add(exec_start[i] >= exec_end[i - 1])
@@ -93,6 +96,7 @@ def build(instance: Instance, restrict: Restrictions,
     load_len: dict[int, cp_model.IntVar] = {}
     load_on: dict[int, cp_model.IntVar] = {}
     for j in loads:
+        deadline.check()
         low = fixed[j][1] if j in fixed else restrict.slot_low(j)
         start = m.new_int_var(0, big, f"ls{j}")
         prev = None
@@ -146,6 +150,7 @@ def build(instance: Instance, restrict: Restrictions,
             m.add(space >= total(j, "load_space")).only_enforce_if(lit)
             pending[i].append(space)
     for i in range(n):
+        deadline.check()
         m.add(total(i, "run_space") + sum(pending[i]) <= sram)
     if restrict.max_pending is not None:
         for i in range(n):
@@ -228,6 +233,9 @@ def solver_for(options: SolveOptions, time_limit_s: float | None) -> cp_model.Cp
         prm.max_time_in_seconds = time_limit_s
     prm.num_workers = options.threads or 2
     prm.random_seed = options.seed
+    if options.work_limit is not None:  # repeatable: a deterministic budget, and with several
+        prm.max_deterministic_time = options.work_limit  # workers, interleaved in batches
+        prm.interleave_search = prm.num_workers > 1
     if options.gap is not None:
         prm.relative_gap_limit = options.gap
     if options.verbose:
@@ -254,7 +262,17 @@ def read_choice(cm: CpsatModel, solver: cp_model.CpSolver) -> tuple[list[Choice]
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     restrict = Restrictions.from_params(options.params)
-    cm = build(instance, restrict)
+    try:
+        cm = build(instance, restrict, deadline=Deadline.after(options.time_limit_s, started))
+    except OutOfTime:
+        plan = fallback(instance, options.warm_plan, "cpsat", started, None,
+                        {**restrict.claims(), "solver": "cp-sat", "solver_status":
+                         "time limit reached before the model was built"}, options.timing)
+        if plan is not None:
+            return plan
+        raise UsageError(f"cpsat could not build its model of {len(instance.ops)} ops within "
+                         f"{options.time_limit_s:g} s (give --warm-start METHOD to get that "
+                         "plan back instead, or a longer --time-limit)") from None
     add_hint(cm, instance, options.warm_plan)
     solver = solver_for(options, remaining(options.time_limit_s, started))
     status = solver.solve(cm.model)

@@ -10,17 +10,22 @@ A different encoding from the CP-SAT model, so each checks the other:
   slot prefix (continuous: the row only pushes them down);
 - valid cut: all loads of ops up to k end before E<k> starts, es_k >= sum_{j <= k} load_j.
 HiGHS runs in-process through highspy by default; CBC (PuLP's bundled binary) on request.
+The time limit bounds the whole solve, model building and the hand-over to HiGHS included:
+past it, the method returns its warm start (as CP-SAT does when it finds nothing) or says it
+could not build the model. A SIGINT stops HiGHS at once with its incumbent and bound.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import sys
+import signal
 import time
-from dataclasses import dataclass, replace
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 import highspy
+import numpy as np
 import pulp
 
 from elk_opt.errors import UsageError
@@ -36,10 +41,11 @@ from formulations.common import (
     fallback,
     feasible_pairs,
     horizon,
-    remaining,
     warm_decisions,
 )
 from formulations.cpsat import hint_index
+from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
+from formulations.highs_run import new_highs, run_interruptible
 
 SOLVERS = ("highs", "cbc")
 
@@ -59,9 +65,12 @@ class IlpModel:
     loads: list[int]
 
 
-def build(instance: Instance, restrict: Restrictions, relax: bool = False) -> IlpModel:
+def build(instance: Instance, restrict: Restrictions, relax: bool = False,
+          deadline: Deadline = NO_DEADLINE) -> IlpModel:
     """The model; `relax` makes every binary continuous and leaves out the pairwise HBM rows
-    (a relaxation of the LP relaxation, so still a lower bound, and much smaller)."""
+    (a relaxation of the LP relaxation, so still a lower bound, and much smaller).
+
+    Raises OutOfTime when `deadline` passes first (checked once per op in every loop)."""
     pairs = feasible_pairs(instance)
     n = len(pairs)
     sram = instance.chip.sram_bytes
@@ -82,6 +91,7 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False) -> Il
     es = [pulp.LpVariable(f"es_{i}", 0) for i in range(n)]
     ee = [pulp.LpVariable(f"ee_{i}", 0) for i in range(n)]
     for i in range(n):
+        deadline.check()
         prob += ee[i] == es[i] + total(i, "run_ns"), f"run_{i}"
         if i:
             prob += es[i] >= ee[i - 1], f"chain_{i}"
@@ -98,6 +108,7 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False) -> Il
         return prefix.get((j, i), 0)
 
     for j in loads:
+        deadline.check()
         low = restrict.slot_low(j)
         slots = [binary(f"at_{j}_{b}") for b in range(low, j + 1)]
         at.update({(j, b): v for b, v in zip(range(low, j + 1), slots, strict=True)})
@@ -115,6 +126,7 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False) -> Il
 
     order: dict[tuple[int, int], pulp.LpVariable] = {}
     for x, j in enumerate([] if relax else loads):
+        deadline.check()
         zero_j = _zero_load(pairs, pick, j)
         for k in loads[x + 1:]:
             if restrict.slot_low(k) > j:
@@ -136,6 +148,7 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False) -> Il
 
     pend: dict[tuple[int, int, int], pulp.LpVariable] = {}
     for i in range(n):
+        deadline.check()
         row = [total(i, "run_space")]
         count = []
         for j in loads:
@@ -197,30 +210,79 @@ def set_warm_values(im: IlpModel, instance: Instance, plan: Plan | None) -> bool
 
 
 class _Highs(pulp.HiGHS):
-    """PuLP's in-process HiGHS, handing the variables' initial values to HiGHS as a start.
+    """PuLP's in-process HiGHS, made to keep a method's deadline and answer Ctrl-C.
 
-    HiGHS prints a banner on stdout when created; it goes to stderr instead, so commands that
-    print results on stdout stay clean.
+    The model is handed to HiGHS in bulk, checking the deadline as it goes; HiGHS gets what
+    is left of it as its time limit, the variables' initial values as a start, and runs
+    through `run_interruptible`, so a SIGINT stops it with its incumbent. Its banner and log
+    appear, on stderr, only when verbose.
     """
 
-    def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802
-        sys.stdout.flush()
-        saved = os.dup(1)
-        try:
-            os.dup2(2, 1)
-            super().createAndConfigureSolver(lp)
-        finally:
-            os.dup2(saved, 1)
-            os.close(saved)
+    def __init__(self, deadline: Deadline, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.deadline = deadline
+        self.interrupted = False
+
+    def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        h = lp.solverModel = new_highs(self.msg)
+        if self.gapRel is not None:
+            h.setOptionValue("mip_rel_gap", self.gapRel)
+        if self.gapAbs is not None:
+            h.setOptionValue("mip_abs_gap", self.gapAbs)
+        if self.threads is not None:
+            h.setOptionValue("threads", self.threads)
+        for key, value in self.optionsDict.items():
+            h.setOptionValue(key, value)
+
+    def buildSolverModel(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        h = lp.solverModel
+        inf = highspy.kHighsInf
+        variables = lp.variables()
+        for k, v in enumerate(variables):
+            v.index = k
+        self.deadline.check()
+        cost = np.array([lp.objective.get(v, 0.0) for v in variables], dtype=float)
+        lower = np.array([-inf if v.lowBound is None else v.lowBound for v in variables],
+                         dtype=float)
+        upper = np.array([inf if v.upBound is None else v.upBound for v in variables],
+                         dtype=float)
+        h.addCols(len(variables), cost, lower, upper, 0, [], [], [])
+        if self.mip:
+            integer = np.array([v.index for v in variables if v.cat == pulp.LpInteger],
+                               dtype=np.int32)
+            if len(integer):
+                h.changeColsIntegrality(len(integer), integer,
+                                        np.full(len(integer), highspy.HighsVarType.kInteger))
+        row_lower, row_upper, start, index, value = [], [], [0], [], []
+        for k, constraint in enumerate(lp._constraints.values()):
+            if k % 1000 == 0:
+                self.deadline.check()
+            constraint.index = k
+            for v, coefficient in constraint.items():
+                if coefficient != 0:
+                    index.append(v.index)
+                    value.append(coefficient)
+            start.append(len(index))
+            lb, ub = constraint.getLb(), constraint.getUb()
+            row_lower.append(-inf if lb is None else lb)
+            row_upper.append(inf if ub is None else ub)
+        h.addRows(len(row_lower), np.array(row_lower, dtype=float),
+                  np.array(row_upper, dtype=float), len(index),
+                  np.array(start[:-1], dtype=np.int32), np.array(index, dtype=np.int32),
+                  np.array(value, dtype=float))
 
     def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
+        h = lp.solverModel
+        left = self.deadline.left()
+        if left is not None:
+            h.setOptionValue("time_limit", max(0.05, left))
         values = [v.varValue for v in lp.variables()]
         if all(x is not None for x in values):
             sol = highspy.HighsSolution()
             sol.col_value = [float(x) for x in values]
             sol.value_valid = True
-            lp.solverModel.setSolution(sol)
-        lp.solverModel.run()
+            h.setSolution(sol)
+        self.interrupted = run_interruptible(h)
 
 
 @dataclass(frozen=True)
@@ -230,16 +292,20 @@ class Outcome:
     objective: float | None
     bound: float | None
     status: str
+    interrupted: bool = False
 
 
-def run_solver(im: IlpModel, options: SolveOptions, solver: str, warm: bool) -> Outcome:
+def run_solver(im: IlpModel, options: SolveOptions, solver: str, warm: bool,
+               deadline: Deadline) -> Outcome:
+    """Hand the model to the solver and run it until `deadline` (OutOfTime if the hand-over
+    itself does not finish by then). A SIGINT stops HiGHS with its incumbent; CBC, a separate
+    process, stops with its incumbent when the terminal sends it the SIGINT too."""
     gap = options.gap if options.gap is not None else 0.0
     if solver == "highs":
         extra = {"mip_feasibility_tolerance": 1e-9, "primal_feasibility_tolerance": 1e-9,
                  "random_seed": options.seed}
-        backend = _Highs(
-            msg=options.verbose, timeLimit=options.time_limit_s, gapRel=gap, gapAbs=0.0,
-            threads=options.threads or 2, **extra)
+        backend = _Highs(deadline, msg=options.verbose, gapRel=gap, gapAbs=0.0,
+                         threads=options.threads or 2, **extra)
         im.prob.solve(backend)
         h = im.prob.solverModel
         info = h.getInfo()
@@ -249,16 +315,32 @@ def run_solver(im: IlpModel, options: SolveOptions, solver: str, warm: bool) -> 
                        has_solution=has,
                        objective=info.objective_function_value if has else None,
                        bound=info.mip_dual_bound if math.isfinite(info.mip_dual_bound) else None,
-                       status=h.modelStatusToString(status))
-    backend = pulp.PULP_CBC_CMD(msg=options.verbose, timeLimit=options.time_limit_s,
+                       status=h.modelStatusToString(status), interrupted=backend.interrupted)
+    left = deadline.left()
+    backend = pulp.PULP_CBC_CMD(msg=options.verbose,
+                                timeLimit=None if left is None else max(0.05, left),
                                 gapRel=gap, threads=options.threads or 2, warmStart=warm)
-    im.prob.solve(backend)
+    with _sigint_noted() as interrupted:
+        im.prob.solve(backend)
     has = im.prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     objective = pulp.value(im.prob.objective) if has else None
-    proven = im.prob.sol_status == pulp.LpSolutionOptimal and gap == 0.0
+    proven = im.prob.sol_status == pulp.LpSolutionOptimal and gap == 0.0 and not interrupted
+    status = pulp.LpStatus[im.prob.status] + (" (interrupted)" if interrupted else "")
     return Outcome(proven=proven, has_solution=has, objective=objective,
-                   bound=objective if proven else None,
-                   status=pulp.LpStatus[im.prob.status])
+                   bound=objective if proven else None, status=status,
+                   interrupted=bool(interrupted))
+
+
+@contextmanager
+def _sigint_noted() -> Iterator[list[bool]]:
+    """While CBC runs, a SIGINT is noted instead of raised, so PuLP can still read what CBC
+    wrote; the yielded list is truthy once one arrived."""
+    noted: list[bool] = []
+    previous = signal.signal(signal.SIGINT, lambda _sig, _frame: noted.append(True))
+    try:
+        yield noted
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def read_solution(im: IlpModel) -> tuple[list[Choice], list[int], list[int], list[int]]:
@@ -275,16 +357,23 @@ def read_solution(im: IlpModel) -> tuple[list[Choice], list[int], list[int], lis
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
+    deadline = Deadline.after(options.time_limit_s, started)
     params = dict(options.params)
     solver = params.pop("solver", "highs")
     if solver not in SOLVERS:
         raise UsageError(f"ilp solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
     restrict = Restrictions.from_params(params)
-    im = build(instance, restrict)
-    warm = set_warm_values(im, instance, options.warm_plan)
-    out = run_solver(im, replace(options, time_limit_s=remaining(options.time_limit_s, started)),
-                     solver, warm)
-    claims = {**restrict.claims(), "solver": solver, "solver_status": out.status}
+    if options.work_limit is not None:
+        raise UsageError("ilp has no deterministic work limit (HiGHS and CBC offer none); its "
+                         "runs repeat when they finish within --time-limit")
+    claims = {**restrict.claims(), "solver": solver}
+    try:
+        im = build(instance, restrict, deadline=deadline)
+        warm = set_warm_values(im, instance, options.warm_plan)
+        out = run_solver(im, options, solver, warm, deadline)
+    except (OutOfTime, KeyboardInterrupt) as stop:
+        return _unsolved(instance, options, started, claims, stop)
+    claims["solver_status"] = out.status
     if warm and options.warm_start:
         claims["warm_start"] = options.warm_start
     if not out.has_solution:
@@ -294,6 +383,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                         options.timing)
         if plan is not None:
             return plan
+        if out.interrupted:
+            raise KeyboardInterrupt
         raise UsageError(f"ilp found no plan within {options.time_limit_s} s "
                          "(try a longer --time-limit or --warm-start)")
     choice, starts, lens, ends = read_solution(im)
@@ -310,13 +401,37 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                      lower_bound_ns=lower, params=claims)
 
 
+def _unsolved(instance: Instance, options: SolveOptions, started: float, claims: dict,
+              stop: BaseException) -> Plan:
+    """The warm-start plan when the model could not be built and handed over in time (or a
+    SIGINT came first), like CP-SAT's answer when it finds nothing; else say why not."""
+    interrupted = isinstance(stop, KeyboardInterrupt)
+    claims["solver_status"] = ("interrupted before the model was built" if interrupted
+                               else "time limit reached before the model was built")
+    plan = fallback(instance, options.warm_plan, "ilp", started, None, claims, options.timing)
+    if plan is not None:
+        return plan
+    if interrupted:
+        raise stop
+    raise UsageError(f"ilp could not build its model of {len(instance.ops)} ops within "
+                     f"{options.time_limit_s:g} s (give --warm-start METHOD to get that plan "
+                     "back instead, or a longer --time-limit)")
+
+
 def lp_bound(instance: Instance, time_limit_s: float | None = None) -> int | None:
-    """The LP relaxation of the unrestricted ILP, rounded up (None if HiGHS did not finish)."""
-    im = build(instance, Restrictions(), relax=True)
-    im.prob.solve(_Highs(msg=False, timeLimit=time_limit_s, mip=False))
+    """The LP relaxation of the unrestricted ILP, rounded up (None if it did not finish within
+    `time_limit_s`, model building included; a SIGINT raises KeyboardInterrupt)."""
+    deadline = Deadline.after(time_limit_s, time.perf_counter())
+    backend = _Highs(deadline, msg=False, mip=False)
+    try:
+        im = build(instance, Restrictions(), relax=True, deadline=deadline)
+        im.prob.solve(backend)
+    except OutOfTime:
+        return None
+    if backend.interrupted:
+        raise KeyboardInterrupt
     h = im.prob.solverModel
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None
     value = h.getInfo().objective_function_value
     return ceil_integer(value)
-

@@ -32,6 +32,7 @@ from formulations.common import (
     warm_decisions,
 )
 from formulations.cpsat import add_hint, build, hint_index, read_choice, solver_for
+from formulations.cpsat_run import Interrupt
 from formulations.ilp import lp_bound
 
 KNOBS = {"width": 24, "stride": 12, "window_time": 10.0, "certify": False}
@@ -113,46 +114,53 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     passes = improved = windows = 0
     print(f"polish: start {start_makespan:,} ns, windows of {width} ops every {stride}",
           file=sys.stderr)
-    while True:
-        passes += 1
-        gained = False
-        for first in range(0, max(1, n - width + stride), stride):
-            stop = min(n, first + width)
-            left = None if deadline is None else deadline - time.perf_counter()
-            if left is not None and left <= 0.05:
+    with Interrupt() as interrupt:
+        while True:
+            passes += 1
+            gained = False
+            for first in range(0, max(1, n - width + stride), stride):
+                if interrupt.seen:  # a SIGINT: keep what was accepted so far
+                    break
+                stop = min(n, first + width)
+                left = None if deadline is None else deadline - time.perf_counter()
+                if left is not None and left <= 0.05:
+                    break
+                reach = width + max(j - s for j, s in enumerate(inc.slot))
+                cm = _window_model(instance, pairs, inc, first, stop, reach)
+                # with a work limit (per window), no wall limit of its own: repeatable
+                own = None if options.work_limit is not None else knobs["window_time"]
+                limit = own if left is None else left if own is None else min(own, left)
+                solver = solver_for(options, limit)
+                status = interrupt.solve(solver, cm.model)
+                windows += 1
+                if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                    continue
+                if round(solver.objective_value) >= best.makespan_ns:
+                    continue
+                choice, starts, lens, ends = read_choice(cm, solver)
+                program = decode_program(starts, lens, ends)
+                schedule = evaluate(instance, choice, program, timing=options.timing)
+                if schedule.makespan_ns >= best.makespan_ns:
+                    continue
+                inc = _accept(instance, pairs, choice, program)
+                best = schedule
+                improved += 1
+                gained = True
+                print(f"  pass {passes} ops {first}-{stop - 1}: {best.makespan_ns:,} ns",
+                      file=sys.stderr)
+            if interrupt.seen or not gained or (deadline is not None
+                                                and time.perf_counter() >= deadline - 0.05):
                 break
-            reach = width + max(j - s for j, s in enumerate(inc.slot))
-            cm = _window_model(instance, pairs, inc, first, stop, reach)
-            limit = knobs["window_time"] if left is None else min(knobs["window_time"], left)
-            solver = solver_for(options, limit)
-            status = solver.solve(cm.model)
-            windows += 1
-            if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-                continue
-            if round(solver.objective_value) >= best.makespan_ns:
-                continue
-            choice, starts, lens, ends = read_choice(cm, solver)
-            program = decode_program(starts, lens, ends)
-            schedule = evaluate(instance, choice, program, timing=options.timing)
-            if schedule.makespan_ns >= best.makespan_ns:
-                continue
-            inc = _accept(instance, pairs, choice, program)
-            best = schedule
-            improved += 1
-            gained = True
-            print(f"  pass {passes} ops {first}-{stop - 1}: {best.makespan_ns:,} ns",
-                  file=sys.stderr)
-        if not gained or (deadline is not None and time.perf_counter() >= deadline - 0.05):
-            break
     makespan = best.makespan_ns
     lp = None
-    if knobs["certify"]:
+    if knobs["certify"] and not interrupt.seen:
         print("polish: LP relaxation bound...", file=sys.stderr)
         lp = lp_bound(instance)
     lower = claimed_bound(instance, lp, makespan)
     params = {"exec_order": "instance", **knobs, "passes": passes, "windows_solved": windows,
               "windows_improved": improved, "start_makespan_ns": start_makespan,
-              "warm_start": options.warm_start, "model_timing": "separate-noc"}
+              "warm_start": options.warm_start, "model_timing": "separate-noc",
+              **({"interrupted": True} if interrupt.seen else {})}
     return make_plan(instance, inc.plan.choice, inc.plan.program, method="polish",
                      started=started, timing=options.timing,
                      status="optimal" if lower == makespan else "feasible",

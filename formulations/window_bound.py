@@ -21,6 +21,7 @@ from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Op
 from formulations.common import Restrictions, ceil_integer
 from formulations.cpsat import build
+from formulations.cpsat_run import Interrupt
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,7 @@ class WindowBound:
     windows: int
     proven: int  # windows whose relaxation was solved to optimality
     wall_s: float
+    solved: int  # windows counted: all of them unless a SIGINT stopped the search early
 
 
 def window_instance(instance: Instance, first: int, stop: int) -> Instance:
@@ -45,29 +47,38 @@ def window_instance(instance: Instance, first: int, stop: int) -> Instance:
 
 def window_bound(instance: Instance, width: int = 12, time_limit_s: float = 2.0,
                  threads: int = 2, progress: bool = False) -> WindowBound:
-    """The sum of the windows' relaxation bounds, windows of `width` ops."""
+    """The sum of the windows' relaxation bounds, windows of `width` ops.
+
+    A SIGINT stops at once: the windows bounded so far (the interrupted one with CP-SAT's bound
+    at that moment) still sum to a lower bound, since every window's span is non-negative.
+    """
     if width < 1:
         raise ValueError(f"window width must be at least 1, got {width}")
     started = time.perf_counter()
     n = len(instance.ops)
-    total = proven = 0
+    total = proven = solved = 0
     starts = range(0, n, width)
-    for k, first in enumerate(starts):
-        stop = min(n, first + width)
-        cm = build(window_instance(instance, first, stop), Restrictions(), free_first=first > 0)
-        solver = cp_model.CpSolver()
-        solver.parameters.max_time_in_seconds = time_limit_s
-        solver.parameters.num_workers = threads
-        status = solver.solve(cm.model)
-        if status == cp_model.INFEASIBLE:
-            raise UsageError(f"instance {instance.name!r} is infeasible (ops {first}-{stop - 1} "
-                             "cannot be scheduled within SRAM)")
-        if status == cp_model.OPTIMAL:
-            proven += 1
-        bound = solver.best_objective_bound
-        total += ceil_integer(bound)
-        if progress:
-            print(f"  window {k + 1}/{len(starts)} ops {first}-{stop - 1}: "
-                  f"{solver.status_name(status).lower()}, running bound {total:,} ns",
-                  file=sys.stderr)
-    return WindowBound(total, len(starts), proven, time.perf_counter() - started)
+    with Interrupt() as interrupt:
+        for k, first in enumerate(starts):
+            stop = min(n, first + width)
+            cm = build(window_instance(instance, first, stop), Restrictions(),
+                       free_first=first > 0)
+            solver = cp_model.CpSolver()
+            solver.parameters.max_time_in_seconds = time_limit_s
+            solver.parameters.num_workers = threads
+            status = interrupt.solve(solver, cm.model)
+            if status == cp_model.INFEASIBLE:
+                raise UsageError(f"instance {instance.name!r} is infeasible (ops "
+                                 f"{first}-{stop - 1} cannot be scheduled within SRAM)")
+            if status == cp_model.OPTIMAL:
+                proven += 1
+            bound = solver.best_objective_bound
+            total += max(0, ceil_integer(bound))
+            solved += 1
+            if progress:
+                state = "interrupted" if interrupt.seen else solver.status_name(status).lower()
+                print(f"  window {k + 1}/{len(starts)} ops {first}-{stop - 1}: {state}, "
+                      f"running bound {total:,} ns", file=sys.stderr)
+            if interrupt.seen:
+                break
+    return WindowBound(total, len(starts), proven, time.perf_counter() - started, solved)

@@ -212,9 +212,13 @@ def test_bound_is_the_bound_command_and_below_every_plan(instance, tmp_path):
     written = json.loads(out.read_text())
     assert _strip_wall(written.pop("bounds")) == _strip_wall(report.pop("bounds"))
     assert written == report
+    assert report["timing"] == "shared-noc"
+    separate = elk_opt.bound(instance, timing="separate-noc", window=0, lp_max_ops=0)
     for method in heuristics():
-        plan = elk_opt.solve(instance, method, timing="separate-noc")
+        plan = elk_opt.solve(instance, method)
         assert report["best"]["ns"] <= plan.claims.makespan_ns, method
+        plan = elk_opt.solve(instance, method, timing="separate-noc")
+        assert separate["best"]["ns"] <= plan.claims.makespan_ns, method
 
 
 def test_compare_is_the_compare_command(instance, tmp_path):

@@ -32,6 +32,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-o", "--output", required=True, type=output_file, metavar="plan.json")
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="wall-clock limit for methods that search (seconds)")
+    p.add_argument("--work-limit", type=positive_float, default=None, metavar="U",
+                   help="CP-SAT methods: a budget in deterministic work units instead of "
+                        "seconds, so that a run stopped by it is repeatable (cpsat: the whole "
+                        "search; polish: each window)")
     p.add_argument("--gap", type=unit_fraction, default=None,
                    help="relative gap in [0, 1] at which exact solvers stop")
     p.add_argument("--threads", type=positive_int, default=None)
@@ -71,7 +75,8 @@ def _not_finite(item: str) -> Callable[[str], Any]:
 
 def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
-    options = SolveOptions(time_limit_s=args.time_limit, gap=args.gap, threads=args.threads,
+    options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
+                           gap=args.gap, threads=args.threads,
                            seed=args.seed, timing=args.timing, warm_start=args.warm_start,
                            verbose=args.verbose, params=parse_params(args.param))
     print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",

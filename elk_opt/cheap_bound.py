@@ -1,0 +1,47 @@
+"""The best lower bound available in linear time, for methods to claim as `lower_bound_ns`.
+
+Which bound holds where (T = the makespan of a plan obeying R5, at any releases and pair
+choice):
+
+| bound | module | separate-noc | shared-noc | execution order |
+| --- | --- | --- | --- | --- |
+| Ideal | elk_opt.bounds | yes | yes | any |
+| HBM cut | elk_opt.cut_bounds | yes | yes | the instance's |
+| port total | elk_opt.cut_bounds | no | yes | any |
+| port cut | elk_opt.cut_bounds | no | yes | the instance's |
+
+A bound valid for separate-noc holds for shared-noc too (sharing only slows); the port bounds
+need the shared port. Every method here executes in the instance's order, so the default
+claims the instance-order bounds; `any_order=True` keeps to the bounds that hold for every
+order. Heavier bounds (the fluid LP, the ILP's LP relaxation, CP-SAT windows) are in
+`formulations/` and `elk-opt bound`.
+"""
+
+from __future__ import annotations
+
+from elk_opt.bounds import ideal_bound
+from elk_opt.cut_bounds import hbm_cut_bound, port_cut_bound, port_total_bound
+from elk_opt.problem import Instance, Timing
+
+
+def cheap_bounds(instance: Instance, timing: Timing, *,
+                 any_order: bool = False) -> dict[str, int]:
+    """Every linear-time bound that holds for `timing` (and every order if `any_order`)."""
+    if timing not in ("separate-noc", "shared-noc"):
+        raise ValueError(f"unknown timing {timing!r}")
+    out = {"ideal": ideal_bound(instance)}
+    if not instance.ops:
+        return out
+    if not any_order:
+        out["hbm-cut"] = hbm_cut_bound(instance)
+    if timing == "shared-noc":
+        out["port-total"] = port_total_bound(instance)
+        if not any_order:
+            out["port-cut"] = port_cut_bound(instance)
+    return out
+
+
+def best_cheap_bound(instance: Instance, timing: Timing, *, any_order: bool = False) -> int:
+    """The largest of `cheap_bounds`: a lower bound on every R5-obeying plan's makespan under
+    `timing` (executing in the instance's order unless `any_order`)."""
+    return max(cheap_bounds(instance, timing, any_order=any_order).values())

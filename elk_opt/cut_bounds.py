@@ -1,0 +1,102 @@
+"""Lower bounds from cuts at an execute's start: HBM and NoC-port work that must precede it.
+
+Notation, for a plan that executes in the instance's order (R2's default, every method here):
+S_k = start of E<k>, T = makespan, and per op its chosen pair's execute duration `run`
+(time + warm-up), load duration `load`, and port units `port_load`, `port_exec` (DESIGN.md 5b:
+duration x demand in permille-ns; 0 for an instruction of demand 0, which uses no port).
+Section 5b only slows instructions (a shared port never gives one more than its demand), so
+every duration below is at least its section-5 value under either timing.
+
+HBM cut (both timings). Every load of an op j <= k ends by S_j <= S_k (E<j> waits for P<j>
+and precedes E<k>), and data loads are serial on the HBM from time 0, so
+S_k >= sum_{j<=k} load_j. The executes k..n-1 follow S_k one after another, so
+    T >= sum_{j<k} load_j + (load_k + run_k) + sum_{i>k} run_i.
+Port cut (5b). The port does at most 1000 units per ns, and an instruction's port units are
+all spent while it is active. In [0, S_k] lie every load of an op j <= k and every execute
+i < k, so 1000 S_k >= sum_{j<=k} port_load_j + sum_{i<k} port_exec_i, and as above
+    1000 T >= sum_{j<k} (port_load_j + port_exec_j) + (port_load_k + 1000 run_k)
+              + 1000 sum_{i>k} run_i.
+Port total (5b, any execution order). All instructions lie in [0, T]:
+    1000 T >= sum_i (port_load_i + port_exec_i).
+Pairs are decisions: each right-hand side is a sum of per-op terms, each depending on its own
+op's pair only, so its least value over all choices is the sum of per-op minima (over the
+pairs R5 allows, as for the Ideal). Each bound is that minimum, maximised over k. Linear time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from elk_opt.bounds import allowed_pairs
+from elk_opt.noc import PORT, exec_use, load_use
+from elk_opt.problem import Instance
+
+
+@dataclass(frozen=True)
+class PairCost:
+    """One pair's durations alone and port demands (permille), as the timings see them."""
+
+    run: int
+    load: int
+    exec_demand: int
+    load_demand: int
+
+    @property
+    def port_exec(self) -> int:
+        return self.run * self.exec_demand
+
+    @property
+    def port_load(self) -> int:
+        return self.load * self.load_demand
+
+
+def pair_costs(instance: Instance) -> list[list[PairCost]]:
+    """Per op, the distinct costs of the pairs R5 allows."""
+    chip = instance.chip
+    out = []
+    for op in instance.ops:
+        costs = set()
+        for q, p, t in allowed_pairs(op, chip.sram_bytes):
+            run, load = exec_use(chip, p, t), load_use(chip, q)
+            costs.add(PairCost(run.duration_ns, load.duration_ns, run.demand, load.demand))
+        out.append(sorted(costs, key=lambda c: (c.run, c.load, c.exec_demand, c.load_demand)))
+    return out
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _cut(before: list[int], at: list[int], after: list[int]) -> int:
+    """max over k of sum_{j<k} before_j + at_k + sum_{i>k} after_i."""
+    best = 0
+    prefix = 0
+    suffix = sum(after)
+    for b, a, s in zip(before, at, after, strict=True):
+        suffix -= s
+        best = max(best, prefix + a + suffix)
+        prefix += b
+    return best
+
+
+def hbm_cut_bound(instance: Instance) -> int:
+    """The HBM cut (module docstring); both timings, instance order."""
+    costs = pair_costs(instance)
+    return _cut([min(c.load for c in cs) for cs in costs],
+                [min(c.load + c.run for c in cs) for cs in costs],
+                [min(c.run for c in cs) for cs in costs])
+
+
+def port_cut_bound(instance: Instance) -> int:
+    """The port cut (module docstring); section 5b, instance order."""
+    costs = pair_costs(instance)
+    units = _cut([min(c.port_load + c.port_exec for c in cs) for cs in costs],
+                 [min(c.port_load + PORT * c.run for c in cs) for cs in costs],
+                 [PORT * min(c.run for c in cs) for cs in costs])
+    return _ceil_div(units, PORT)
+
+
+def port_total_bound(instance: Instance) -> int:
+    """The port total (module docstring); section 5b, any execution order."""
+    units = sum(min(c.port_load + c.port_exec for c in cs) for cs in pair_costs(instance))
+    return _ceil_div(units, PORT)

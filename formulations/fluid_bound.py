@@ -1,0 +1,217 @@
+"""The fluid bound: a linear program over how load work and execute work can overlap.
+
+Valid for every plan that executes in the instance's order (any pair choice, preload order,
+issue points and releases), under the timing it is built for; SRAM is ignored.
+
+Cut the timeline of a plan at the execute starts S_0 <= ... <= S_{n-1}: interval 0 is
+[0, S_0), interval b (1 <= b < n) is [S_{b-1}, S_b) and interval n is [S_{n-1}, T]. Exactly
+one execute can be active in interval b >= 1, E<b-1> (executes are serial and E<b-1> ends
+before S_b); none in interval 0. At most one data load is active at any time (the HBM is
+serial), and the load of op j ends by S_j, so within intervals 0..j. Measure each
+instruction's progress in ns of its own uncontended duration ("alone time"): a load of
+duration l has l of work, an execute of duration r has r. Under section 5b, when a load of
+demand c and an execute of demand e overlap they progress at speeds sL(c, e) = gL / c and
+sE(c, e) = gE / e per ns, (gL, gE) = shares(c, e), both <= 1; speed 1 when either demand is 0
+or under section 5. Alone, each progresses at speed 1.
+
+Record, for a plan: in interval b, for every load demand class c, the time x[b, c] a class-c
+load overlaps the execute and the time z[b, c] it is active while no execute is; and the
+time y[b] the execute is active alone. These phases are disjoint, so
+    T = sum of interval lengths >= sum_b (y[b] + sum_c x[b, c] + sum_c z[b, c]),
+and the plan satisfies, with lambda the (0/1) pair choice:
+- execute work: y[b] + sum_c sE(c, e) x[b, c] = run of op b-1's chosen pair (split by the
+  execute demand e of its pairs, each split weighted by lambda);
+- load work by its deadline: for every class c and cut k, the class-c work done in intervals
+  0..k, sum_{b<=k} (z[b, c] + sum sL(c, e) x[b, c]), is at least the alone time of the class-c
+  loads of ops 0..k (kept as a running backlog variable, so the rows stay sparse).
+Minimising the right-hand side over every such (x, y, z) and every fractional lambda in the
+simplex of each op's pairs is a relaxation, hence a lower bound on T; its optimum, rounded up
+with a margin for the solver's tolerance, is the bound. The LP sees what the cut bounds see
+(the HBM cut is the load rows, the exec chain the execute rows) and, under 5b, what they do
+not: a load kept off a NoC-heavy execute must run during another execute or while none runs,
+and a load that overlaps it slows one of the two.
+
+Demand classes: with more distinct load demands than `max_classes`, each demand is rounded
+down to one of `max_classes` representatives. Rounding a load's demand down never lowers
+sL or sE (the port leaves at least as much to each), so the rounded LP is a relaxation too.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import highspy
+import numpy as np
+
+from elk_opt.cut_bounds import PairCost, pair_costs
+from elk_opt.noc import shares
+from elk_opt.problem import Instance, Timing
+from formulations.highs_run import new_highs, run_interruptible
+
+
+@dataclass(frozen=True)
+class FluidBound:
+    bound_ns: int | None  # None when the LP did not finish in time
+    columns: int
+    rows: int
+    classes: int
+    wall_s: float
+
+
+def speeds(load_demand: int, exec_demand: int, timing: Timing) -> tuple[float, float]:
+    """(load, execute) progress per ns, in alone time, while the two overlap."""
+    if timing == "separate-noc" or load_demand == 0 or exec_demand == 0:
+        return 1.0, 1.0
+    gl, ge = shares(load_demand, exec_demand)
+    return gl / load_demand, ge / exec_demand
+
+
+def representatives(demands: set[int], max_classes: int) -> list[int]:
+    """At most `max_classes` demands, the least always among them, evenly spread in rank."""
+    ordered = sorted(demands)
+    if len(ordered) <= max_classes:
+        return ordered
+    step = (len(ordered) - 1) / (max_classes - 1)
+    return sorted({ordered[round(k * step)] for k in range(max_classes)})
+
+
+def _class_of(demand: int, reps: list[int]) -> int:
+    """Index of the largest representative not above `demand`."""
+    k = 0
+    while k + 1 < len(reps) and reps[k + 1] <= demand:
+        k += 1
+    return k
+
+
+def _undominated(costs: list[PairCost]) -> list[PairCost]:
+    """Drop pairs no better than another in every number: the LP never needs them, since it
+    is monotone in each (less time or demand never slows anything)."""
+    def dominates(a: PairCost, b: PairCost) -> bool:
+        return (a.run <= b.run and a.load <= b.load and a.exec_demand <= b.exec_demand
+                and a.load_demand <= b.load_demand)
+    return [c for c in costs if not any(o != c and dominates(o, c) for o in costs)]
+
+
+class _Lp:
+    """Columns with costs and rows with bounds, gathered sparsely and passed to HiGHS once."""
+
+    def __init__(self) -> None:
+        self.cost: list[float] = []
+        self.row_lower: list[float] = []
+        self.row_upper: list[float] = []
+        self.start: list[int] = [0]
+        self.index: list[int] = []
+        self.value: list[float] = []
+
+    def column(self, cost: float = 0.0) -> int:
+        self.cost.append(cost)
+        return len(self.cost) - 1
+
+    def row(self, entries: dict[int, float], lower: float, upper: float) -> None:
+        for col, v in entries.items():
+            if v:
+                self.index.append(col)
+                self.value.append(v)
+        self.start.append(len(self.index))
+        self.row_lower.append(lower)
+        self.row_upper.append(upper)
+
+    def solve(self, time_limit_s: float | None, threads: int) -> tuple[float, float] | None:
+        """(optimum, sum of dual infeasibilities) of the minimisation, None if not solved."""
+        h = new_highs(verbose=False)
+        h.setOptionValue("threads", threads)
+        if time_limit_s is not None:
+            h.setOptionValue("time_limit", float(time_limit_s))
+        lp = highspy.HighsLp()
+        lp.num_col_ = len(self.cost)
+        lp.num_row_ = len(self.row_lower)
+        lp.col_cost_ = np.array(self.cost)
+        lp.col_lower_ = np.zeros(lp.num_col_)
+        lp.col_upper_ = np.full(lp.num_col_, highspy.kHighsInf)
+        lp.row_lower_ = np.array(self.row_lower)
+        lp.row_upper_ = np.array(self.row_upper)
+        matrix = lp.a_matrix_
+        matrix.format_ = highspy.MatrixFormat.kRowwise
+        matrix.num_col_, matrix.num_row_ = lp.num_col_, lp.num_row_
+        matrix.start_ = np.array(self.start, dtype=np.int32)
+        matrix.index_ = np.array(self.index, dtype=np.int32)
+        matrix.value_ = np.array(self.value)
+        h.passModel(lp)
+        if run_interruptible(h):
+            raise KeyboardInterrupt
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        info = h.getInfo()
+        return info.objective_function_value, max(0.0, info.sum_dual_infeasibilities)
+
+
+def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
+                max_classes: int = 16, threads: int = 1) -> FluidBound:
+    """The fluid LP's bound (module docstring) for plans under `timing`."""
+    started = time.perf_counter()
+    costs = [_undominated(cs) for cs in pair_costs(instance)]
+    n = len(costs)
+    if n == 0:
+        return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
+    loaded = {c.load_demand if timing == "shared-noc" else 0
+              for cs in costs for c in cs if c.load > 0}
+    reps = representatives(loaded, max_classes) if loaded else []
+    lp = _Lp()
+    pick = [[lp.column() for _ in cs] for cs in costs]
+    for row in pick:
+        lp.row(dict.fromkeys(row, 1.0), 1.0, 1.0)
+
+    def load_class(c: PairCost) -> int:
+        return _class_of(c.load_demand if timing == "shared-noc" else 0, reps)
+
+    # work[b][k]: the class-k load work done in interval b, as {column: speed}
+    work: list[list[dict[int, float]]] = [[{} for _ in reps] for _ in range(n)]
+    for b in range(n + 1):
+        if b < n:
+            for k in range(len(reps)):
+                work[b][k][lp.column(1.0)] = 1.0  # z: loading while no execute is active
+        if b == 0:
+            continue
+        i = b - 1
+        by_demand: dict[int, list[int]] = {}
+        for a, c in enumerate(costs[i]):
+            by_demand.setdefault(c.exec_demand if timing == "shared-noc" else 0, []).append(a)
+        for demand, members in by_demand.items():
+            row = {lp.column(1.0): 1.0}  # y: the execute alone
+            if b < n:  # loads overlapping the last execute would be past every deadline
+                for k, rep in enumerate(reps):
+                    x = lp.column(1.0)
+                    s_load, s_exec = speeds(rep, demand, timing)
+                    row[x] = s_exec
+                    work[b][k][x] = s_load
+            for a in members:
+                row[pick[i][a]] = -float(costs[i][a].run)
+            lp.row(row, 0.0, 0.0)
+    for k in range(len(reps)):
+        backlog = None
+        for j in range(n):
+            row = dict(work[j][k])
+            if backlog is not None:
+                row[backlog] = 1.0
+            for a, c in enumerate(costs[j]):
+                if c.load > 0 and load_class(c) == k:
+                    row[pick[j][a]] = row.get(pick[j][a], 0.0) - c.load
+            backlog = lp.column()
+            row[backlog] = -1.0
+            lp.row(row, 0.0, 0.0)
+    solved = lp.solve(time_limit_s, threads)
+    bound = None
+    if solved is not None:
+        value, infeasible = solved
+        # A column whose reduced cost is negative by d lets the reported optimum exceed the
+        # true one by at most d times its value; every column is at most the optimum (those
+        # with a cost) or the total load time (backlogs; picks are at most 1).
+        most = max(value, sum(max(c.load for c in cs) for cs in costs), 1.0)
+        margin = infeasible * most + 1e-9 * abs(value) + 1e-6
+        bound = max(0, math.ceil(value - margin))
+    return FluidBound(bound, len(lp.cost), len(lp.row_lower), len(reps),
+                      time.perf_counter() - started)
+
+

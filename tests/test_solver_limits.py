@@ -1,0 +1,202 @@
+"""Solvers under limits: the exact models' time limits cover model building, SIGINT stops
+every exact method at once with its best plan, HiGHS stays silent unless asked, and runs
+repeat (heuristics always; exact methods when they finish or stop on a work limit)."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import highspy
+import pytest
+
+from elk_opt.errors import UsageError
+from elk_opt.evaluate import evaluate
+from elk_opt.io import plan_to_dict, save_instance
+from elk_opt.methods import heuristics, solve
+from elk_opt.solution import SolveOptions
+from elk_opt.synthetic import synthetic_instance
+from formulations import cpsat, ilp
+from formulations.highs_run import new_highs, run_interruptible
+from tests.tiny import tiny_instance
+
+SECTION_5 = "separate-noc"  # what the ILP models today; the plans here are checked under it
+
+
+@pytest.mark.parametrize("method", [ilp, cpsat])
+def test_time_limit_covers_model_building(method):
+    # Building either model alone takes seconds to tens of seconds; the limit must stop it.
+    instance = synthetic_instance(ops=400, plans=4, seed=0)
+    warm = solve(instance, "elk-dyn", SolveOptions(timing=SECTION_5))
+    started = time.perf_counter()
+    plan = method.solve(instance, SolveOptions(time_limit_s=1.0, threads=1, timing=SECTION_5,
+                                               warm_start="elk-dyn", warm_plan=warm))
+    assert time.perf_counter() - started < 4.0
+    c = plan.claims
+    assert plan.choice == warm.choice and plan.program == warm.program
+    assert c.params["solver_status"] == "time limit reached before the model was built"
+    assert c.status == "feasible" and c.lower_bound_ns <= c.makespan_ns
+    assert c.makespan_ns == evaluate(instance, plan.choice, plan.program,
+                                     timing=SECTION_5).makespan_ns
+    with pytest.raises(UsageError, match="could not build its model of 400 ops within 1 s"):
+        method.solve(instance, SolveOptions(time_limit_s=1.0, threads=1, timing=SECTION_5))
+
+
+def test_lp_bound_time_limit_covers_model_building():
+    instance = synthetic_instance(ops=400, plans=4, seed=0)
+    started = time.perf_counter()
+    assert ilp.lp_bound(instance, 0.5) is None
+    assert time.perf_counter() - started < 3.5
+
+
+def _hard_knapsack() -> highspy.Highs:
+    rng = random.Random(1)
+    h = new_highs(verbose=False)
+    xs = [h.addBinary() for _ in range(150)]
+    for _ in range(60):
+        h.addConstr(sum(rng.randint(1, 100) * x for x in xs) <= 3000)
+    h.changeObjectiveSense(highspy.ObjSense.kMaximize)
+    for x in xs:
+        h.changeColCost(x.index, rng.randint(1, 100))
+    h.setOptionValue("threads", 1)
+    h.setOptionValue("time_limit", 120.0)
+    return h
+
+
+def test_sigint_stops_highs_at_once_with_its_incumbent():
+    h = _hard_knapsack()
+    timer = threading.Timer(1.5, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    started = time.perf_counter()
+    try:
+        interrupted = run_interruptible(h)
+    finally:
+        timer.cancel()
+    assert interrupted and time.perf_counter() - started < 5.0
+    assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
+    assert h.getInfo().primal_solution_status == 2  # the incumbent is kept
+
+
+def _interrupt(tmp_path: Path, args: list[str], ready: str, after_s: float):
+    """Run `elk-opt` on a hard instance and SIGINT it `after_s` after it printed `ready` on
+    stderr; returns (exit code, seconds from the signal to the exit, the output's JSON)."""
+    inst, out = tmp_path / "i.json", tmp_path / "out.json"
+    save_instance(inst, synthetic_instance(ops=96, plans=4, seed=3, tightness=0.6))
+    proc = subprocess.Popen([sys.executable, "-m", "elk_opt.cli", args[0], str(inst), *args[1:],
+                             "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if ready in line:
+            break
+    time.sleep(after_s)
+    proc.send_signal(signal.SIGINT)
+    sent = time.perf_counter()
+    proc.wait(timeout=60)
+    waited = time.perf_counter() - sent
+    return proc.returncode, waited, json.loads(out.read_text()) if out.exists() else None
+
+
+def _interrupt_solve(tmp_path: Path, method: str, ready: str, *extra: str):
+    return _interrupt(tmp_path, ["solve", "--method", method, "--time-limit", "120",
+                                 "--threads", "1", "--timing", SECTION_5, *extra], ready, 3.0)
+
+
+def test_sigint_stops_cpsat_at_once_and_writes_its_best_plan(tmp_path):
+    code, waited, plan = _interrupt_solve(tmp_path, "cpsat", "solving", "--warm-start",
+                                          "elk-dyn")
+    assert code == 0 and waited < 5.0
+    claims = plan["claims"]
+    assert claims["status"] == "feasible" and claims["lower_bound_ns"] <= claims["makespan_ns"]
+
+
+def test_sigint_stops_ilp_at_once_and_writes_its_best_plan(tmp_path):
+    code, waited, plan = _interrupt_solve(tmp_path, "ilp", "solving", "--warm-start", "elk-dyn")
+    assert code == 0 and waited < 5.0
+    claims = plan["claims"]
+    assert claims["params"]["solver_status"] in (
+        "Interrupted by user", "interrupted before the model was built")
+    assert claims["status"] == "feasible" and claims["lower_bound_ns"] <= claims["makespan_ns"]
+
+
+def test_sigint_ends_polish_with_its_incumbent(tmp_path):
+    # CP-SAT swallows the SIGINT of each window it solves; polish must still stop.
+    code, waited, plan = _interrupt_solve(tmp_path, "polish", "polish: start")
+    assert code == 0 and waited < 5.0
+    claims = plan["claims"]
+    assert claims["params"]["interrupted"] is True
+    assert claims["makespan_ns"] <= claims["params"]["start_makespan_ns"]
+
+
+def test_sigint_ends_the_window_bound_with_the_windows_bounded(tmp_path):
+    code, waited, report = _interrupt(
+        tmp_path, ["bound", "--window", "24", "--window-time", "60", "--threads", "1",
+                   "--lp-max-ops", "0", "--fluid-max-ops", "0"], "window bound", 3.0)
+    assert code == 0 and waited < 5.0
+    window = next(r for r in report["bounds"] if r["bound"] == "window24")
+    assert re.fullmatch(r"interrupted: the first [123] of 4 windows", window["note"])
+    assert 0 <= window["ns"] <= report["best"]["ns"]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "elk_opt.cli", *args], capture_output=True,
+                          text=True, timeout=300, check=False)
+
+
+def test_highs_prints_nothing_unless_verbose(tmp_path):
+    inst, plan = tmp_path / "i.json", tmp_path / "p.json"
+    save_instance(inst, tiny_instance([(3, 10, 5, 20, 0), (4, 10, 6, 20, 1)]))
+    for args in (["solve", str(inst), "--method", "ilp", "-o", str(plan)],
+                 ["solve", str(inst), "--method", "polish", "--param", "certify=true",
+                  "-o", str(plan)],
+                 ["bound", str(inst), "--window", "0"]):
+        done = _run(*args)
+        assert done.returncode == 0, done.stderr
+        assert "HiGHS" not in done.stdout + done.stderr, args
+    done = _run("solve", str(inst), "--method", "ilp", "--verbose", "-o", str(plan))
+    assert done.returncode == 0
+    assert "HiGHS" in done.stderr and "HiGHS" not in done.stdout
+
+
+# --- determinism: what repeats byte for byte (wall_s aside) ---
+
+def _bytes(plan) -> str:
+    data = plan_to_dict(plan)
+    data["claims"].pop("wall_s")
+    return json.dumps(data, sort_keys=True)
+
+
+@pytest.mark.parametrize(("threads", "work"), [(1, 0.3), (2, 0.02)])
+def test_cpsat_stopped_by_its_work_limit_repeats(threads, work):
+    instance = synthetic_instance(ops=16, plans=4, seed=0, tightness=0.6)
+    options = SolveOptions(threads=threads, work_limit=work, timing=SECTION_5)
+    first, second = (solve(instance, "cpsat", options) for _ in range(2))
+    assert first.claims.params["solver_status"] == "FEASIBLE"  # the budget stopped it
+    assert _bytes(first) == _bytes(second)
+
+
+def test_exact_runs_that_finish_repeat_and_the_ilp_refuses_a_work_limit():
+    instance = synthetic_instance(ops=8, plans=3, seed=2, tightness=0.6)
+    for method in ("ilp", "cpsat"):
+        options = SolveOptions(threads=1, timing=SECTION_5)
+        first, second = (solve(instance, method, options) for _ in range(2))
+        assert first.claims.status == "optimal" and _bytes(first) == _bytes(second)
+    with pytest.raises(UsageError, match="no deterministic work limit"):
+        solve(instance, "ilp", SolveOptions(work_limit=1.0, timing=SECTION_5))
+
+
+def test_heuristics_and_polish_repeat():
+    instance = synthetic_instance(ops=24, plans=4, seed=5, tightness=0.6)
+    for method in (*heuristics(), "polish"):
+        options = SolveOptions(threads=1, work_limit=0.2,
+                               params={"width": 8, "stride": 4} if method == "polish" else {})
+        assert _bytes(solve(instance, method, options)) == _bytes(
+            solve(instance, method, options)), method
