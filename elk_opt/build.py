@@ -41,8 +41,8 @@ def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source
                         options: SearchOptions = DEFAULT_SEARCH,
                         meta: dict[str, Any] | None = None, progress: bool = False,
                         noc_occupancy: str | None = None) -> Instance:
-    """`noc_occupancy`: "bytes" or "bsp"; None takes the chip's default."""
-    occupancy = resolve_noc_occupancy(chip, noc_occupancy)
+    """`noc_occupancy`: "bytes" or "bsp"; None takes the cost model's own reading (the
+    `elk-paper` preset's is bsp) or else the chip's default."""
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if batch < 1 or kv_len < 1:
@@ -53,6 +53,8 @@ def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source
         raise UsageError(f"{source}: the graph has no compute ops")
     graph_ops = split_large_ops(graph_ops, chip)
     cost = get_cost_model(cost_model, chip)
+    occupancy = resolve_noc_occupancy(chip, noc_occupancy if noc_occupancy is not None
+                                      else cost.noc_occupancy)
     cache: dict[Work, OpPlans] = {}
     ops = []
     for k, gop in enumerate(graph_ops):

@@ -39,11 +39,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--dtype", default="bf16", help="weight and activation type of zoo "
                                                    "models: bf16, fp16, fp32, fp8")
     m.add_argument("--cost-model", default=DEFAULT_COST_MODEL, metavar="NAME",
-                   help="analytic (default) or table:PATH (from `elk-opt collect`)")
+                   help="analytic (default), elk-paper (the Elk artifact's cost rules) or "
+                        "table:PATH (from `elk-opt collect`)")
     m.add_argument("--noc-occupancy", choices=NOC_OCCUPANCIES, default=None,
                    help="how plans report NoC port use: bytes (section 5b derives it from "
                         "their bytes) or bsp (exchange phases and syncs hold the port); "
-                        "default: the chip's own (`elk-opt chips`)")
+                        "default: the cost model's own (elk-paper: bsp), else the chip's "
+                        "(`elk-opt chips`)")
     m.add_argument("--max-plans", type=int, default=SearchOptions.max_exec,
                    help=f"execute plans kept per op (default {SearchOptions.max_exec})")
     m.add_argument("--max-preloads", type=int, default=SearchOptions.max_preload,
