@@ -18,6 +18,8 @@ from elk_opt.partition import SearchOptions
 from elk_opt.problem import Instance
 from elk_opt.synthetic import synthetic_instance
 
+MAX_SYNTHETIC_PLANS = 400_000  # 100,000 ops of 4 plans: 73 MB of JSON, built in about 30 s
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("instance", help="build an elk-instance/1 file",
@@ -64,6 +66,10 @@ def run(args: argparse.Namespace) -> int:
     if args.source == "synthetic":
         if args.noc_occupancy is not None:
             raise UsageError("--noc-occupancy applies to zoo models and ONNX files")
+        if args.ops * args.plans > MAX_SYNTHETIC_PLANS:
+            raise UsageError(f"--ops x --plans must be at most {MAX_SYNTHETIC_PLANS:,} (the "
+                             f"scale the evaluator is benchmarked at), got {args.ops:,} x "
+                             f"{args.plans:,}")
         try:
             instance = synthetic_instance(args.ops, args.plans, args.seed, args.tightness)
         except ValueError as e:
