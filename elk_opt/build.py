@@ -19,11 +19,19 @@ from elk_opt.chips import NocOccupancy, resolve_noc_occupancy
 from elk_opt.cost import DEFAULT_COST_MODEL, CostModel, get_cost_model
 from elk_opt.errors import UsageError
 from elk_opt.onnx_import import Bindings, GraphOp, Work, import_graph
-from elk_opt.partition import DEFAULT_SEARCH, OpPlans, SearchOptions, footprint, search
+from elk_opt.partition import (
+    DEFAULT_SEARCH,
+    NoPlanFits,
+    OpPlans,
+    SearchOptions,
+    footprint,
+    search,
+)
 from elk_opt.problem import Chip, Instance, Op
 
 MODES = ("decode", "prefill", "forward")
 SPLIT_FRACTION = 4  # ops whose HBM data needs more than 1/4 of each core's SRAM are split
+MAX_CHUNKS = 4096  # more chunks of one op is a mistake (zoo models need at most ~600)
 
 
 def work_to_dict(work: Work) -> dict[str, Any]:
@@ -41,8 +49,8 @@ def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source
                         options: SearchOptions = DEFAULT_SEARCH,
                         meta: dict[str, Any] | None = None, progress: bool = False,
                         noc_occupancy: str | None = None) -> Instance:
-    """`noc_occupancy`: "bytes" or "bsp"; None takes the chip's default."""
-    occupancy = resolve_noc_occupancy(chip, noc_occupancy)
+    """`noc_occupancy`: "bytes" or "bsp"; None takes the cost model's own reading (the
+    `elk-paper` preset's is bsp) or else the chip's default."""
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if batch < 1 or kv_len < 1:
@@ -53,6 +61,8 @@ def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source
         raise UsageError(f"{source}: the graph has no compute ops")
     graph_ops = split_large_ops(graph_ops, chip)
     cost = get_cost_model(cost_model, chip)
+    occupancy = resolve_noc_occupancy(chip, noc_occupancy if noc_occupancy is not None
+                                      else cost.noc_occupancy)
     cache: dict[Work, OpPlans] = {}
     ops = []
     for k, gop in enumerate(graph_ops):
@@ -91,6 +101,11 @@ def split_large_ops(graph_ops: list[GraphOp], chip: Chip) -> list[GraphOp]:
         inputs = tuple(sorted({j for i in gop.inputs for j in index[i]}))
         size = max(gop.work.hbm_bytes, footprint(gop.work))
         chunks = -(-size // limit)
+        if chunks > MAX_CHUNKS:  # say so now, not after making billions of chunks
+            raise UsageError(f"op {gop.name!r} ({gop.kind}, {size:,} B of data and operands) "
+                             f"would need {chunks:,} chunks of at most {limit:,} B (1/"
+                             f"{SPLIT_FRACTION} of all SRAM) to fit {chip.name}, more than "
+                             f"{MAX_CHUNKS:,}; lower --batch or --kv-len")
         axis = _split_axis(gop.work)
         if chunks <= 1:
             index[k] = [len(out)]
@@ -127,7 +142,7 @@ def _search(gop: GraphOp, chip: Chip, cost: CostModel, options: SearchOptions,
             occupancy: NocOccupancy, source: str) -> OpPlans:
     try:
         return search(gop.work, chip.cores, chip.sram_bytes, cost, options, occupancy)
-    except ValueError as e:
+    except NoPlanFits as e:
         need = -(-gop.work.hbm_bytes // chip.cores)
         raise UsageError(f"{source}: op {gop.name!r} ({gop.kind}, {gop.work.hbm_bytes:,} B of "
                          f"HBM data, at least {need:,} B per core) does not fit {chip.name}: "

@@ -125,12 +125,29 @@ class Bindings:
 
 
 def load_model(path: str | Path) -> onnx.ModelProto:
+    """A binary ONNX model, shapes only. Anything else (JSON, text, an empty file) is an
+    InputError saying what the file is, never onnx's parser dump (`onnx.load` would parse a
+    .json file as ONNX's JSON form and list every ModelProto field)."""
     try:
-        return onnx.load(str(path), load_external_data=False)
+        with open(path, "rb") as f:
+            head = f.read(4096)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except Exception as e:  # onnx raises DecodeError and friends for a bad file
-        raise InputError(f"{path}: not a readable ONNX model ({type(e).__name__}: {e})") from None
+    except (IsADirectoryError, PermissionError) as e:
+        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    if head.lstrip()[:1] in (b"{", b"["):
+        found = re.search(rb'"format"\s*:\s*"([^"]{1,40})"', head)
+        what = f"an {found.group(1).decode(errors='replace')} file" if found else "JSON"
+        raise InputError(f"{path}: not an ONNX file: it is {what} (give a zoo model name, a "
+                         "binary .onnx file or 'synthetic')")
+    try:
+        model = onnx.load(str(path), format="protobuf", load_external_data=False)
+    except Exception:  # onnx raises DecodeError and friends for a bad file
+        raise InputError(f"{path}: not an ONNX file (not a binary ONNX model)") from None
+    if not model.HasField("graph") or not model.ir_version:
+        raise InputError(f"{path}: not an ONNX file (no graph or IR version: empty or not "
+                         "an ONNX model)")
+    return model
 
 
 def import_graph(model: onnx.ModelProto, source: str, bindings: Bindings) -> list[GraphOp]:
@@ -153,6 +170,9 @@ def _bind_and_infer(model: onnx.ModelProto, source: str, b: Bindings) -> onnx.Mo
             continue
         for k, dim in enumerate(inp.type.tensor_type.shape.dim):
             if dim.HasField("dim_value"):
+                if dim.dim_value < 1:
+                    raise InputError(f"{source}: input {inp.name!r}: dimension {k} is "
+                                     f"{dim.dim_value}; every dimension must be at least 1")
                 continue
             value = b.value(dim.dim_param) if dim.dim_param else None
             if value is None:
@@ -161,9 +181,30 @@ def _bind_and_infer(model: onnx.ModelProto, source: str, b: Bindings) -> onnx.Mo
                                  "sequence or past-length name; export with fixed shapes")
             dim.dim_value = value
     try:
-        return onnx.shape_inference.infer_shapes(model_copy, data_prop=True)
+        # strict: inconsistent shapes (a MatMul of [4,64] by [32,16]) are errors, not unknowns
+        return onnx.shape_inference.infer_shapes(model_copy, strict_mode=True, data_prop=True)
     except Exception as e:
-        raise InputError(f"{source}: shape inference failed: {e}") from None
+        raise InputError(f"{source}: {_inference_error(model_copy, e)}") from None
+
+
+def _inference_error(model: onnx.ModelProto, error: Exception) -> str:
+    """onnx's shape-inference error as one line: the node, what is wrong, its input shapes."""
+    text = " ".join(str(error).split())
+    found = re.search(r"\(op_type:(\w+), node name: ([^)]*)\): (?:\[\w+\] )?(.*)", text)
+    if found is None:
+        return f"shape inference failed: {text}"
+    op_type, name, why = found.groups()
+    why = why.split(" (op_type:")[0].rstrip(". ")
+    node = next((n for n in model.graph.node if n.name == name), None)
+    shapes = ""
+    if node is not None:
+        known = onnx.shape_inference.infer_shapes(model, data_prop=True)
+        dims = {vi.name: [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
+                          for d in vi.type.tensor_type.shape.dim]
+                for vi in [*known.graph.input, *known.graph.value_info]}
+        dims.update({t.name: list(t.dims) for t in known.graph.initializer})
+        shapes = "; inputs " + ", ".join(f"{i!r} {dims.get(i, '?')}" for i in node.input if i)
+    return f"node {name!r} ({op_type}): {why}{shapes}"
 
 
 def _elem_bytes(elem_type: int, where: str) -> int:
@@ -196,8 +237,16 @@ class _Importer:
 
     def shape(self, name: str, node: onnx.NodeProto | None) -> tuple[int, ...]:
         s = self.shapes.get(name)
+        where = f"node {node.name or '(unnamed)'!r} ({node.op_type})" if node else "input"
+        if s is not None and any(d < 1 for d in s):
+            raise InputError(f"{self.source}: {where}: tensor {name!r} has shape {list(s)}; "
+                             "every dimension must be at least 1")
         if s is None:
-            where = f"node {node.name or '(unnamed)'!r} ({node.op_type})" if node else "input"
+            if node is not None and node.domain not in ("", "ai.onnx"):
+                raise InputError(f"{self.source}: {where}: onnx has no shape inference for "
+                                 f"domain {node.domain!r}, so the shape of {name!r} is "
+                                 "unknown; export it with the standard ONNX op or with its "
+                                 "shape in value_info")
             raise InputError(f"{self.source}: {where}: shape of {name!r} is unknown after "
                              "shape inference; export with fixed shapes")
         return s

@@ -23,7 +23,8 @@ and DESIGN.md section 5b derives the port work from the bytes.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil
+from functools import cache
+from math import ceil, isqrt
 from typing import Any
 
 from elk_opt.chips import NocOccupancy
@@ -34,6 +35,9 @@ from elk_opt.problem import ExecPlan, PreloadPlan, Warmup
 ACC_BYTES = 4  # partial sums of a split reduction dimension are fp32
 MIN_CORE_FRACTION = 4  # plans may leave at most 3/4 of the cores idle
 OPS_PER_ELEM = {"elementwise": 1.0, "norm": 5.0, "softmax": 5.0, "reduce": 1.0, "gather": 1.0}
+# Cross-core reductions of per-row statistics: a norm reduces its sums (of x and x^2: the 8
+# bytes per row) together; softmax needs the row maximum before its sum of exponentials.
+REDUCTION_ROUNDS = {"softmax": 2}
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,10 @@ class SearchOptions:
 
 
 DEFAULT_SEARCH = SearchOptions()
+
+
+class NoPlanFits(ValueError):
+    """Every partition plan of an op exceeds the SRAM of a core."""
 
 
 @dataclass(frozen=True)
@@ -95,18 +103,25 @@ def footprint(work: Work) -> int:
     return 2 * rows * cols * b + (work.hbm_bytes if work.hbm == "param" else 0)
 
 
-def compose(exposed_ns: float, exchange_ns: float, syncs: int, sync_ns: float) -> tuple[int, int]:
-    """(time, port time) of an execute plan, both rounded up to whole ns.
+def compose(phases: list[tuple[float, float]]) -> tuple[int, int]:
+    """(time, port time) of an execute plan from its phases, both rounded up to whole ns.
 
-    On a bulk-synchronous chip an exchange phase and a barrier sync hold the core's port; the
-    compute not hidden behind an exchange does not. time = port time + exposed compute.
+    Each phase is (duration, the part of it that holds the core's port): on a bulk-synchronous
+    chip an exchange and a barrier sync hold the port, compute not hidden behind an exchange
+    does not. Summed in one order, port time <= time and both grow with every phase.
     """
-    port = exchange_ns + syncs * sync_ns
-    return ceil(port + exposed_ns), ceil(port)
+    time = port = 0.0
+    for duration, held in phases:
+        time += duration
+        port += held
+    return ceil(time), ceil(port)
 
 
-def divisors(n: int) -> list[int]:
-    return [d for d in range(1, n + 1) if n % d == 0]
+@cache
+def divisors(n: int) -> tuple[int, ...]:
+    """Every divisor of n, ascending, in O(sqrt n)."""
+    small = [d for d in range(1, isqrt(n) + 1) if n % d == 0]
+    return tuple(sorted({*small, *(n // d for d in small)}))
 
 
 def splits(dims: tuple[int, ...], cores: int) -> list[tuple[int, ...]]:
@@ -132,6 +147,54 @@ def splits(dims: tuple[int, ...], cores: int) -> list[tuple[int, ...]]:
     return [s for s in out if _prod(s) * MIN_CORE_FRACTION >= best]
 
 
+@cache
+def tile_factors(dim: int, limit: int, least: int = 1) -> tuple[int, ...]:
+    """From `least` up, the fewest-core factor for each distinct tile ceil(dim / f), f <= limit.
+
+    More cores for the same tile never help, so these are the only factors worth trying.
+    """
+    out: list[int] = []
+    f = max(1, least)
+    while f <= min(dim, limit):
+        out.append(f)
+        tile = -(-dim // f)
+        if tile == 1:
+            break
+        f = -(-dim // (tile - 1))  # the fewest cores giving the next smaller tile
+    return tuple(out)
+
+
+def spread_splits(dims: tuple[int, ...], cores: int, least: int) -> list[tuple[int, ...]]:
+    """Factor tuples (none above its dim) using between `least` and `cores` cores, any count.
+
+    Every dim but one takes the fewest-core factor of each of its tile sizes; the remaining
+    one, in turn each dim, also takes the fewest cores that reach `least` for a tile.
+    """
+    out: set[tuple[int, ...]] = set()
+    for last in range(len(dims)):
+        others = dims[:last] + dims[last + 1:]
+        for used, head in _tile_products(others, cores):
+            for f in tile_factors(dims[last], cores // used, -(-least // used)):
+                out.add((*head[:last], f, *head[last:]))
+    return sorted(out)
+
+
+def _tile_products(dims: tuple[int, ...], cores: int) -> list[tuple[int, tuple[int, ...]]]:
+    """(cores used, factors) for every tuple of fewest-core tile factors using <= `cores`."""
+    out: list[tuple[int, tuple[int, ...]]] = [(1, ())]
+    for dim in dims:
+        out = [(used * f, (*head, f)) for used, head in out
+               for f in tile_factors(dim, cores // used)]
+    return out
+
+
+def op_splits(dims: tuple[int, ...], cores: int, cost: CostModel) -> list[tuple[int, ...]]:
+    """The cost model's core-use rule: its least core count (any count) or, without one, the
+    divisor rule of `splits`."""
+    least = cost.min_cores(_prod(dims), cores)
+    return splits(dims, cores) if least is None else spread_splits(dims, cores, least)
+
+
 def _prod(values: tuple[int, ...]) -> int:
     out = 1
     for v in values:
@@ -139,15 +202,16 @@ def _prod(values: tuple[int, ...]) -> int:
     return out
 
 
-def _rotations(sharers: int) -> list[int]:
+@cache
+def _rotations(sharers: int) -> tuple[int, ...]:
     """Rotation factors worth trying for an operand shared by `sharers` cores."""
     if sharers < 4:
-        return [1]
+        return (1,)
     opts = {1, sharers}
     mid = [d for d in divisors(sharers) if 4 <= d < sharers]
     if mid:
         opts.add(mid[len(mid) // 2])
-    return sorted(opts)
+    return tuple(sorted(opts))
 
 
 # ---------------------------------------------------------------------------- candidates
@@ -160,7 +224,7 @@ def matmul_candidates(work: Work, cores: int, cost: CostModel) -> list[Candidate
     if work.hbm in ("A", "B"):
         side = g_dim * (m_dim * k_dim if work.hbm == "A" else k_dim * n_dim) * b
         bias = max(0, work.hbm_bytes - side)
-    for fg, fm, fk, fn in splits(work.dims, cores):
+    for fg, fm, fk, fn in op_splits(work.dims, cores, cost):
         used = fg * fm * fk * fn
         g, m, k, n = ceil(g_dim / fg), ceil(m_dim / fm), ceil(k_dim / fk), ceil(n_dim / fn)
         a_tile, b_tile = g * m * k * b, g * k * n * b
@@ -186,24 +250,31 @@ def _matmul_plan(work: Work, cost: CostModel, cores: int, used: int,
     b_space = b_tile if rb == 1 else 2 * ceil(b_tile / rb)
     space = a_space + b_space + o_tile + bias_part
     # activations arrive from their producers' layouts (the first piece of a rotated one);
-    # HBM operands are already in place; rotation then shifts one piece per step
+    # HBM operands are already in place; rotation then shifts one piece per step. Either the
+    # consumer pays for the arrival or, with `producer_shuffles`, the producer pays to
+    # shuffle its result out.
     first = (0 if work.hbm == "A" else ceil(a_tile / ra)) + \
         (0 if work.hbm == "B" else ceil(b_tile / rb))
     steps = max(ra, rb)
     shift_piece = ceil(a_tile / ra) if ra > 1 else ceil(b_tile / rb) if rb > 1 else 0
     reduce_bytes = ceil(o_tile * (fk - 1) / fk)
     noc_bytes = first + shift_piece * (steps - 1) + reduce_bytes
-    compute = cost.matmul_ns(g, m, k, n, work.dtype_bytes)
-    first_ns = cost.noc_ns(first, fn)
+    step_ns = cost.matmul_ns(g, m, k, n, work.dtype_bytes, steps)
+    compute = step_ns * steps
+    if cost.producer_shuffles:
+        handoff_ns = cost.noc_ns(g * m * n * work.dtype_bytes, fn)
+    else:
+        handoff_ns = cost.noc_ns(first, fn)
     shift_ns = cost.noc_ns(shift_piece, fn if ra > 1 else fm)
-    reduce_ns = cost.noc_ns(reduce_bytes, fk)
-    add_ns = cost.vector_ns(o_tile / ACC_BYTES, 2 * o_tile, 1.0) if fk > 1 else 0.0
-    step_ns = compute / steps
+    reduce_ns = cost.reduce_ns(fk, reduce_bytes) if fk > 1 else 0.0
+    add_ns = cost.partial_sum_ns(o_tile / ACC_BYTES) if fk > 1 else 0.0
     # each rotation step shifts the next piece while computing on this one, then syncs
-    exposed = step_ns + (steps - 1) * max(0.0, step_ns - shift_ns) + add_ns
-    exchange = first_ns + (steps - 1) * shift_ns + reduce_ns
+    exchange = handoff_ns + (steps - 1) * shift_ns + reduce_ns
     syncs = (steps - 1) + (2 if fk > 1 else 1)
-    time, port = compose(exposed, exchange, syncs, cost.sync_ns)
+    time, port = compose([(handoff_ns, handoff_ns), (step_ns, 0.0),
+                          ((steps - 1) * max(step_ns, shift_ns), (steps - 1) * shift_ns),
+                          (reduce_ns, reduce_ns), (add_ns, 0.0),
+                          (syncs * cost.sync_ns, syncs * cost.sync_ns)])
     if work.hbm == "A":
         hbm_part, replicas = (a_tile if ra == 1 else ceil(a_tile / ra)), fn // ra
     elif work.hbm == "B":
@@ -229,7 +300,9 @@ def rowwise_candidates(work: Work, cores: int, cost: CostModel) -> list[Candidat
     b = work.dtype_bytes
     ops = OPS_PER_ELEM[work.kind]
     out: list[Candidate] = []
-    options = [s for used in divisors(cores) for s in _exact_splits((rows, cols), used)]
+    least = cost.min_cores(rows * cols, cores)
+    options = ([s for used in divisors(cores) for s in _exact_splits((rows, cols), used)]
+               if least is None else spread_splits((rows, cols), cores, least))
     for fr, fc in options:
         used = fr * fc
         r, c = ceil(rows / fr), ceil(cols / fc)
@@ -242,10 +315,11 @@ def rowwise_candidates(work: Work, cores: int, cost: CostModel) -> list[Candidat
             space, hbm_part, replicas = tile + out_tile + param, param, fr
         reduce_bytes = 0 if fc == 1 or work.kind == "gather" else ceil(8 * r * (fc - 1) / fc)
         compute = cost.vector_ns(r * c, 2 * tile, ops)
-        rounds = 2 if work.kind in ("norm", "softmax") else 1  # statistics reduced in turn
-        exchange = cost.noc_ns(reduce_bytes, fc) * rounds
+        rounds = REDUCTION_ROUNDS.get(work.kind, 1)
+        exchange = cost.reduce_ns(fc, reduce_bytes) * rounds if reduce_bytes else 0.0
         syncs = 1 if reduce_bytes == 0 else 1 + rounds
-        time, port = compose(compute, exchange, syncs, cost.sync_ns)
+        time, port = compose([(compute, 0.0), (exchange, exchange),
+                              (syncs * cost.sync_ns, syncs * cost.sync_ns)])
         out.append(Candidate(time_ns=time, space_bytes=space, noc_bytes=reduce_bytes,
                              exchange_ns=ceil(exchange), syncs=syncs, port_ns=port,
                              compute_ns=ceil(compute), hbm_part=hbm_part,
@@ -264,16 +338,21 @@ def elementwise_candidates(work: Work, cores: int, cost: CostModel) -> list[Cand
     elems, acts = work.dims
     b = work.dtype_bytes
     out: list[Candidate] = []
-    for used in divisors(cores):
-        if used > elems or used * MIN_CORE_FRACTION < min(cores, elems):
-            continue
+    least = cost.min_cores(elems, cores)
+    options = ([d for d in divisors(cores)
+                if d <= elems and d * MIN_CORE_FRACTION >= min(cores, elems)]
+               if least is None else tile_factors(elems, cores, least))
+    for used in options:
         e = ceil(elems / used)
         param = min(work.hbm_bytes, e * b) if work.hbm else 0
         space = (acts + 1) * e * b + param
         noc_bytes = max(0, acts - 1) * e * b
-        exchange = cost.noc_ns(noc_bytes, 1)  # between two even splits: neighbouring cores
-        compute = cost.vector_ns(e, (acts + 1) * e * b + param, 1.0)
-        time, port = compose(compute, exchange, 1, cost.sync_ns)
+        # between two even splits: neighbouring cores; free when the producer shuffles
+        exchange = 0.0 if cost.producer_shuffles else cost.noc_ns(noc_bytes, 1)
+        operands = max(1, acts + (1 if work.hbm else 0))
+        compute = cost.vector_ns(e, (acts + 1) * e * b + param, 1.0, operands)
+        time, port = compose([(exchange, exchange), (compute, 0.0),
+                              (cost.sync_ns, cost.sync_ns)])
         replicas = max(1, ceil(used * param / work.hbm_bytes)) if param else 1
         out.append(Candidate(time_ns=time, space_bytes=space, noc_bytes=noc_bytes,
                              exchange_ns=ceil(exchange), syncs=1, port_ns=port,
@@ -337,12 +416,15 @@ def search(work: Work, cores: int, sram_bytes: int, cost: CostModel,
         cands = [c for c in cands
                  if ceil(work.hbm_bytes / c.cores_used) <= sram_bytes and c.replicas >= 1]
     if not cands:
-        raise ValueError(f"no partition plan fits {sram_bytes:,} B of SRAM per core")
+        raise NoPlanFits(f"no partition plan fits {sram_bytes:,} B of SRAM per core")
     chosen = thin(pareto(cands), options.max_exec, options.max_slowdown)
     if work.hbm_bytes:
         # every execute plan needs a one-copy preload on its own cores: keep at most
-        # `max_preload` distinct core counts, the largest first
-        counts = sorted({c.cores_used for c in chosen}, reverse=True)[:options.max_preload]
+        # `max_preload` distinct core counts, the fastest plan's, then the largest, leaving
+        # room for the fastest plan's own layout when it replicates (no warm-up for it)
+        own = 1 if chosen[0].replicas > 1 else 0
+        rest = sorted({c.cores_used for c in chosen} - {chosen[0].cores_used}, reverse=True)
+        counts = [chosen[0].cores_used, *rest][:max(1, options.max_preload - own)]
         chosen = [c for c in chosen if c.cores_used in counts]
     exec_plans = tuple(ExecPlan(id=i, time_ns=c.time_ns, space_bytes=c.space_bytes,
                                 noc_bytes=c.noc_bytes, noc_ns=c.port_ns if bsp else None)
@@ -371,12 +453,15 @@ def search(work: Work, cores: int, sram_bytes: int, cost: CostModel,
 def _preload_layouts(chosen: list[Candidate], limit: int) -> list[tuple[int, int]]:
     """(cores, copies) of the preload plans: one copy on each execute plan's cores (fits every
     plan on those cores), then the execute plans' own copy counts (no warm-up for them), as
-    many as `limit` allows, fewest copies first."""
+    many as `limit` allows: the fastest plan's (`chosen[0]`) first, then fewest copies first."""
     base = sorted({(c.cores_used, 1) for c in chosen}, key=lambda x: -x[0])
-    extra = sorted({(c.cores_used, c.replicas) for c in chosen} - set(base),
-                   key=lambda x: (x[1], -x[0]))
+    fastest = (chosen[0].cores_used, chosen[0].replicas)
     room = max(0, limit - len(base))
+    head = [fastest] if fastest not in base and room else []
+    extra = sorted({(c.cores_used, c.replicas) for c in chosen} - set(base) - {fastest},
+                   key=lambda x: (x[1], -x[0]))
+    room -= len(head)
     if len(extra) > room:
         picks = sorted({round(i * (len(extra) - 1) / max(1, room - 1)) for i in range(room)})
         extra = [extra[i] for i in picks] if room else []
-    return base + extra
+    return base + head + extra

@@ -7,7 +7,7 @@ from onnx import TensorProto, helper
 from elk_opt.build import instance_from_graph
 from elk_opt.chips import load_chip
 from elk_opt.cli import main
-from elk_opt.errors import InputError
+from elk_opt.errors import InputError, UsageError
 from elk_opt.onnx_import import Bindings, import_graph
 
 BF = TensorProto.BFLOAT16
@@ -153,3 +153,87 @@ def test_hf_style_export_folds_shape_arithmetic():
     assert gemm.work.hbm_bytes == (512 * 256 + 512) * 4
     assert where.inputs == (0,) and relu.inputs == (1,)
     assert all(op.layer == 0 for op in ops)
+
+
+# ---------------------------------------------------------------------------- bad input
+
+def matmul_graph(a_shape, b_shape, domain_node=None):
+    nodes = [helper.make_node("MatMul", ["x", "layers.0.w.weight"], ["y"], name="layers.0.mm")]
+    if domain_node is not None:
+        nodes.insert(0, domain_node)
+    inputs = [helper.make_tensor_value_info("x", BF, a_shape),
+              helper.make_tensor_value_info("layers.0.w.weight", BF, b_shape)]
+    graph = helper.make_graph(nodes, "mm", inputs, [helper.make_tensor_value_info("y", BF, None)])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17),
+                                                   helper.make_opsetid("com.microsoft", 1)])
+
+
+@pytest.mark.parametrize("content, message", [
+    (b'{"format": "elk-plan/1", "instance": {}}', "not an ONNX file: it is an elk-plan/1 file"),
+    (b'[1, 2, 3]', "not an ONNX file: it is JSON"),
+    (b"hello, not a model\n", "not an ONNX file (not a binary ONNX model)"),
+    (b"", "not an ONNX file (no graph or IR version"),
+])
+def test_not_an_onnx_file_says_so_in_one_line(tmp_path, capsys, content, message):
+    path = tmp_path / "plan.json"
+    path.write_bytes(content)
+    assert main(["instance", str(path), "-o", str(tmp_path / "i.json")]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Available Fields" not in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "i.json").exists()
+
+
+def test_mismatched_matmul_is_reported_as_such():
+    model = matmul_graph([4, 64], [32, 16])
+    with pytest.raises(InputError) as err:
+        import_graph(model, "bad.onnx", Bindings(batch=1, kv_len=1, seq=1))
+    text = str(err.value)
+    assert "node 'layers.0.mm' (MatMul): Incompatible dimensions" in text
+    assert "'x' [4, 64], 'layers.0.w.weight' [32, 16]" in text
+    assert "unknown" not in text and "\n" not in text
+
+
+@pytest.mark.parametrize("shape, message", [
+    ([0, 64], "input 'x': dimension 0 is 0; every dimension must be at least 1"),
+    ([-3, 64], "input 'x': dimension 0 is -3"),
+])
+def test_empty_or_negative_dimensions_are_rejected(shape, message):
+    with pytest.raises(InputError, match=message):
+        import_graph(matmul_graph(shape, [64, 16]), "m.onnx", Bindings(1, 1, 1))
+
+
+def test_an_op_without_onnx_shape_inference_says_why():
+    norm = helper.make_node("SkipSimplifiedLayerNormalization", ["x0", "s", "g"], ["x"],
+                            name="layers.0.norm", domain="com.microsoft")
+    model = matmul_graph([4, 64], [64, 16], norm)
+    del model.graph.input[0]
+    model.graph.input.extend([helper.make_tensor_value_info(n, BF, s)
+                              for n, s in (("x0", [4, 64]), ("s", [4, 64]), ("g", [64]))])
+    with pytest.raises(InputError, match="no shape inference for domain 'com.microsoft'"):
+        import_graph(model, "ms.onnx", Bindings(1, 1, 1))
+
+
+def test_a_huge_dimension_is_rejected_before_it_is_split(tmp_path, capsys):
+    """2**40 sequences would make billions of chunks (issue 12: 30 s before the error)."""
+    from elk_opt.build import MAX_CHUNKS, split_large_ops
+    ops = import_graph(matmul_graph([2**40, 64], [64, 16]), "m.onnx", Bindings(1, 1, 1))
+    with pytest.raises(UsageError, match=f"more than {MAX_CHUNKS:,}; lower --batch"):
+        split_large_ops(ops, load_chip("ipu-pod4-hbm3e"))
+    assert main(["instance", "llama2-7b", "--layers", "1", "--batch", str(2**40),
+                 "-o", str(tmp_path / "i.json")]) == 2
+    assert "chunks" in capsys.readouterr().err
+
+
+def test_synthetic_size_is_bounded(tmp_path, capsys):
+    out = str(tmp_path / "s.json")
+    assert main(["instance", "synthetic", "--ops", str(10**8), "-o", out]) == 2
+    assert main(["instance", "synthetic", "--plans", str(10**8), "-o", out]) == 2
+    assert "--ops x --plans must be at most" in capsys.readouterr().err
+
+
+def test_divisors_of_large_core_counts_are_fast():
+    from elk_opt.partition import divisors
+    for n in (1, 2, 36, 97, 1472, 5888, 2304):
+        assert divisors(n) == tuple(d for d in range(1, n + 1) if n % d == 0)
+    assert len(divisors(2**40)) == 41  # a chip file may say anything: O(sqrt n), not O(n)

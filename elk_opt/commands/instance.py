@@ -23,6 +23,8 @@ from elk_opt.problem import Instance
 from elk_opt.sources import instance_from_source
 from elk_opt.synthetic import synthetic_instance
 
+MAX_SYNTHETIC_PLANS = 400_000  # 100,000 ops of 4 plans: 73 MB of JSON, built in about 30 s
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("instance", help="build an elk-instance/1 file",
@@ -45,11 +47,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--dtype", default="bf16", help="weight and activation type of zoo "
                                                    "models: bf16, fp16, fp32, fp8")
     m.add_argument("--cost-model", default=DEFAULT_COST_MODEL, metavar="NAME",
-                   help="analytic (default) or table:PATH (from `elk-opt collect`)")
+                   help="analytic (default), elk-paper (the Elk artifact's cost rules) or "
+                        "table:PATH (from `elk-opt collect`)")
     m.add_argument("--noc-occupancy", choices=NOC_OCCUPANCIES, default=None,
                    help="how plans report NoC port use: bytes (section 5b derives it from "
                         "their bytes) or bsp (exchange phases and syncs hold the port); "
-                        "default: the chip's own (`elk-opt chips`)")
+                        "default: the cost model's own (elk-paper: bsp), else the chip's "
+                        "(`elk-opt chips`)")
     m.add_argument("--max-plans", type=positive_int, default=SearchOptions.max_exec,
                    help=f"execute plans kept per op (default {SearchOptions.max_exec})")
     m.add_argument("--max-preloads", type=positive_int, default=SearchOptions.max_preload,
@@ -68,6 +72,10 @@ def run(args: argparse.Namespace) -> int:
     if args.source == "synthetic":
         if args.noc_occupancy is not None:
             raise UsageError("--noc-occupancy applies to zoo models and ONNX files")
+        if args.ops * args.plans > MAX_SYNTHETIC_PLANS:
+            raise UsageError(f"--ops x --plans must be at most {MAX_SYNTHETIC_PLANS:,} (the "
+                             f"scale the evaluator is benchmarked at), got {args.ops:,} x "
+                             f"{args.plans:,}")
         try:
             instance = synthetic_instance(args.ops, args.plans, args.seed, args.tightness)
         except ValueError as e:

@@ -26,6 +26,8 @@ class AnalyticModel:
     chip: Chip
 
     name = "analytic"
+    noc_occupancy = None  # the chip's reading
+    producer_shuffles = False  # a consumer pays for re-laying out its inputs
 
     @property
     def clock(self) -> float:
@@ -38,8 +40,8 @@ class AnalyticModel:
         return {"name": self.name, **{k: chip_figure(self.chip, k) for k in keys}}
 
     # ------------------------------------------------------------------ compute
-    def matmul_ns(self, g: int, m: int, k: int, n: int, dtype_bytes: int) -> float:
-        """One core computing g products [m,k] x [k,n] from its SRAM."""
+    def matmul_ns(self, g: int, m: int, k: int, n: int, dtype_bytes: int, steps: int = 1) -> float:
+        """One of `steps` equal steps of one core computing g products [m,k] x [k,n]."""
         if g * m * k * n == 0:
             return 0.0
         kp = ceil(k / MATMUL_K_ALIGN) * MATMUL_K_ALIGN
@@ -48,10 +50,12 @@ class AnalyticModel:
         compute = flops / chip_figure(self.chip, "flops_per_cycle")
         touched = g * (m * k + k * n) * dtype_bytes + g * m * n * 4
         port = touched * self.clock / chip_figure(self.chip, "sram_port_bytes_per_s")
-        return (max(compute, port) + LAUNCH_CYCLES) * 1e9 / self.clock
+        return (max(compute, port) + LAUNCH_CYCLES) * 1e9 / self.clock / steps
 
-    def vector_ns(self, elems: float, bytes_touched: float, ops_per_elem: float) -> float:
-        """One core applying `ops_per_elem` vector operations to `elems` elements."""
+    def vector_ns(self, elems: float, bytes_touched: float, ops_per_elem: float,
+                  operands: int = 1) -> float:
+        """One core applying `ops_per_elem` vector operations to `elems` elements (the bytes
+        touched already say how many operands there are)."""
         if elems <= 0:
             return 0.0
         compute = elems * ops_per_elem / chip_figure(self.chip, "vector_elems_per_cycle")
@@ -61,6 +65,14 @@ class AnalyticModel:
     @property
     def sync_ns(self) -> float:
         return chip_figure(self.chip, "sync_ns")
+
+    def partial_sum_ns(self, elems: float) -> float:
+        """Adding two fp32 partial results per element."""
+        return self.vector_ns(elems, 2 * elems * 4, 1.0)
+
+    def min_cores(self, points: int, cores: int) -> None:
+        """No fixed least: the search's divisor rule (within 4x of the widest split) holds."""
+        return None
 
     # ------------------------------------------------------------------ data movement
     @property
@@ -91,6 +103,10 @@ class AnalyticModel:
         off_fraction = 1.0 - per_chip / group
         off_chip = self.inter_chip().time_ns(off_fraction * bytes_per_core * per_chip)
         return max(on_chip, off_chip)
+
+    def reduce_ns(self, partials: int, bytes_per_core: float) -> float:
+        """Reduce-scatter of `bytes_per_core` of partials across a group of `partials` cores."""
+        return self.noc_ns(bytes_per_core, partials)
 
     def load_noc_ns(self, hbm_bytes: float, replicas: int, cores: int) -> float:
         """NoC distribution time of a preload: what it holds the port for (section 5b, `bsp`).

@@ -196,6 +196,8 @@ class TableModel:
     table: CostTable
 
     name = "table"
+    noc_occupancy = None  # the chip's reading
+    producer_shuffles = False
 
     def metadata(self) -> dict[str, Any]:
         noc = self._noc_table()
@@ -205,14 +207,24 @@ class TableModel:
                 "noc_from_table": noc is not None,
                 "collectives": sorted(f"{k}/{s}" for k, s in self.table.collectives)}
 
-    def matmul_ns(self, g: int, m: int, k: int, n: int, dtype_bytes: int) -> float:
+    def matmul_ns(self, g: int, m: int, k: int, n: int, dtype_bytes: int, steps: int = 1) -> float:
         found = self.table.gemm_for(dtype_bytes)
         if found is None or g * m * k * n == 0:
-            return self.base.matmul_ns(g, m, k, n, dtype_bytes)
-        return found[1].time_ns(g, m, n, k)
+            return self.base.matmul_ns(g, m, k, n, dtype_bytes, steps)
+        return found[1].time_ns(g, m, n, k) / steps
 
-    def vector_ns(self, elems: float, bytes_touched: float, ops_per_elem: float) -> float:
-        return self.base.vector_ns(elems, bytes_touched, ops_per_elem)
+    def vector_ns(self, elems: float, bytes_touched: float, ops_per_elem: float,
+                  operands: int = 1) -> float:
+        return self.base.vector_ns(elems, bytes_touched, ops_per_elem, operands)
+
+    def partial_sum_ns(self, elems: float) -> float:
+        return self.base.partial_sum_ns(elems)
+
+    def min_cores(self, points: int, cores: int) -> None:
+        return self.base.min_cores(points, cores)
+
+    def reduce_ns(self, partials: int, bytes_per_core: float) -> float:
+        return self.noc_ns(bytes_per_core, partials)
 
     @property
     def sync_ns(self) -> float:

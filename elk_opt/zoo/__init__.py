@@ -61,7 +61,8 @@ def model_instance(model: str, chip: Chip | str = DEFAULT_CHIP, *, batch: int = 
                    dtype: str = "bf16", cost_model: str = DEFAULT_COST_MODEL,
                    options: SearchOptions = DEFAULT_SEARCH, progress: bool = False,
                    noc_occupancy: str | None = None) -> Instance:
-    """`noc_occupancy`: "bytes" or "bsp" (docs/models.md); None takes the chip's default."""
+    """`noc_occupancy`: "bytes" or "bsp" (docs/models.md); None: the cost model's, else the
+    chip's default."""
     chip = load_chip(chip) if isinstance(chip, str) else chip
     cfg = model_config(model)
     n = cfg.layers if layers is None else layers
