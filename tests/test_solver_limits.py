@@ -57,6 +57,11 @@ def test_lp_bound_time_limit_covers_model_building():
     assert time.perf_counter() - started < 3.5
 
 
+# "At once" against limits of 120 s: generous enough for a loaded 2-core machine, far below
+# the limit a solver that ignored the signal would run to.
+PROMPT_S = 30.0
+
+
 def _hard_knapsack() -> highspy.Highs:
     rng = random.Random(1)
     h = new_highs(verbose=False)
@@ -80,7 +85,7 @@ def test_sigint_stops_highs_at_once_with_its_incumbent():
         interrupted = run_interruptible(h)
     finally:
         timer.cancel()
-    assert interrupted and time.perf_counter() - started < 5.0
+    assert interrupted and time.perf_counter() - started < PROMPT_S
     assert h.getModelStatus() == highspy.HighsModelStatus.kInterrupt
     assert h.getInfo().primal_solution_status == 2  # the incumbent is kept
 
@@ -113,14 +118,14 @@ def _interrupt_solve(tmp_path: Path, method: str, ready: str, *extra: str):
 def test_sigint_stops_cpsat_at_once_and_writes_its_best_plan(tmp_path):
     code, waited, plan = _interrupt_solve(tmp_path, "cpsat", "solving", "--warm-start",
                                           "elk-dyn")
-    assert code == 0 and waited < 5.0
+    assert code == 0 and waited < PROMPT_S
     claims = plan["claims"]
     assert claims["status"] == "feasible" and claims["lower_bound_ns"] <= claims["makespan_ns"]
 
 
 def test_sigint_stops_ilp_at_once_and_writes_its_best_plan(tmp_path):
     code, waited, plan = _interrupt_solve(tmp_path, "ilp", "solving", "--warm-start", "elk-dyn")
-    assert code == 0 and waited < 5.0
+    assert code == 0 and waited < PROMPT_S
     claims = plan["claims"]
     assert claims["params"]["solver_status"] in (
         "Interrupted by user", "interrupted before the model was built")
@@ -130,7 +135,7 @@ def test_sigint_stops_ilp_at_once_and_writes_its_best_plan(tmp_path):
 def test_sigint_ends_polish_with_its_incumbent(tmp_path):
     # CP-SAT swallows the SIGINT of each window it solves; polish must still stop.
     code, waited, plan = _interrupt_solve(tmp_path, "polish", "polish: start")
-    assert code == 0 and waited < 5.0
+    assert code == 0 and waited < PROMPT_S
     claims = plan["claims"]
     assert claims["params"]["interrupted"] is True
     assert claims["makespan_ns"] <= claims["params"]["start_makespan_ns"]
@@ -140,7 +145,7 @@ def test_sigint_ends_the_window_bound_with_the_windows_bounded(tmp_path):
     code, waited, report = _interrupt(
         tmp_path, ["bound", "--window", "24", "--window-time", "60", "--threads", "1",
                    "--lp-max-ops", "0", "--fluid-max-ops", "0"], "window bound", 3.0)
-    assert code == 0 and waited < 5.0
+    assert code == 0 and waited < PROMPT_S
     window = next(r for r in report["bounds"] if r["bound"] == "window24")
     assert re.fullmatch(r"interrupted: the first [123] of 4 windows", window["note"])
     assert 0 <= window["ns"] <= report["best"]["ns"]
