@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "compare",
     "gap",
     "sweep",
+    "reproduce",
     "simulate",
     "lower",
 )
