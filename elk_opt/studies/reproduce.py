@@ -115,7 +115,9 @@ class Cell:
 
     @property
     def config_key(self) -> str:
-        return config_of(self).key
+        """Its configuration's `Config.key`."""
+        return Config(self.model, self.batch, self.kv_len, self.layers, self.cost_model,
+                      self.setting, chip="").key
 
     @property
     def time_ns(self) -> int | None:
@@ -125,11 +127,6 @@ class Cell:
     @property
     def ok(self) -> bool:
         return self.status not in ("error", "unavailable") and self.time_ns is not None
-
-
-def config_of(cell: Cell, chip: str = "") -> Config:
-    return Config(cell.model, cell.batch, cell.kv_len, cell.layers, cell.cost_model,
-                  cell.setting, chip)
 
 
 def cell_from_dict(data: dict[str, Any]) -> Cell:

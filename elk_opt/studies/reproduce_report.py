@@ -280,15 +280,17 @@ def compact_table(figure: Sequence[Cell]) -> str:
 def markdown(figure: Sequence[Cell], exact: Sequence[Cell]) -> str:
     p = paper.PAPER
     configs = len({c.config_key for c in figure})
+    with_results = len({c.config_key for c in figure if c.ok})
     lines = ["# Reproduction of the Elk paper's Figures 17-18", "",
              f"{configs} configurations (model, batch, KV length, layers, cost model, setting) "
-             "on the figure grid. Ratios are throughput ratios (inverse makespan ratios) per "
-             "configuration, averaged over the grid with the arithmetic mean (geometric mean "
-             "in brackets); the paper does not say which mean it used. Ideal is the Ideal "
-             "roofline bound (`elk_opt.bounds.ideal_bound`), valid for every plan under both "
-             "timings. Figure 18's breakdown and utilisations come from the simulator's exact "
-             "replay of each plan under its own timing (sharing `none` for separate-noc, "
-             "`port` for shared-noc); the full-contention replay is given for reference.", "",
+             f"on the figure grid, {with_results} with results. Ratios are throughput ratios "
+             "(inverse makespan ratios) per configuration, averaged over the grid with the "
+             "arithmetic mean (geometric mean in brackets); the paper does not say which mean "
+             "it used. Ideal is the Ideal roofline bound (`elk_opt.bounds.ideal_bound`), valid "
+             "for every plan under both timings. Figure 18's breakdown and utilisations come "
+             "from the simulator's exact replay of each plan under its own timing (sharing "
+             "`none` for separate-noc, `port` for shared-noc); the full-contention replay is "
+             "given for reference.", "",
              "## Figure 17: Elk-Full's speedups, averaged over the grid", "",
              "| source | configs | Elk-Full / Basic | Elk-Full / Static | Elk-Full % of Ideal |",
              "| --- | ---: | ---: | ---: | ---: |"]
@@ -353,7 +355,8 @@ def _figure18_tables(figure: Sequence[Cell]) -> list[str]:
              "(HBM for every method; NoC and TFLOPS for Elk-Full only). Ideal's HBM "
              "utilisation and TFLOPS are the model's HBM bytes and FLOPs over the Ideal bound. "
              "Full contention: the full-contention replay over the analytic makespan, and its "
-             "HBM utilisation.", ""]
+             "HBM utilisation; it models bytes only (a plan's `noc_ns` does not enter it), so "
+             "under `bsp` occupancy it can be faster than the section-5b replay.", ""]
     for (cost, setting), rows in method_means(figure).items():
         if not rows:
             continue
@@ -415,22 +418,53 @@ def _exact_tables(exact: Sequence[Cell]) -> list[str]:
              "best valid lower bound (the exact model's, or the Ideal bound), and the gap is "
              "then a certified upper bound on the true gap. `model timing` is the timing the "
              "exact model optimized when it says (a section-5 model under shared-noc returns "
-             "a valid plan and a section-5 bound, never a 5b optimum).", ""]
-    for (cost, setting), mine in _group([c for c, _r in rows], _setting_of).items():
+             "a valid plan and a section-5 bound, never a 5b optimum). Per-slice rows: "
+             "exact.csv.", ""]
+    for (cost, setting), mine in _group(rows, lambda r: _setting_of(r[0])).items():
+        slices = len({c.config_key for c, _r in mine})
+        proven = len({c.config_key for c, r in mine if r.reference_kind == "optimum"})
         lines += [f"### {_setting_label(cost, setting)}", "",
-                  "| slice | method | makespan ns | status | model timing | reference | gap |",
-                  "| --- | --- | ---: | --- | --- | --- | ---: |"]
-        chosen = {id(c) for c in mine}
-        for c, r in rows:
-            if id(c) not in chosen:
-                continue
-            shown = c.error if c.status == "error" else f"{c.makespan_ns:,}"
-            ref = "-" if r.reference_ns is None else f"{r.reference_ns:,} ({r.reference_kind})"
-            lines.append(f"| {c.model} b{c.batch} KV{c.kv_len} l{c.layers} | {c.method} | "
-                         f"{shown} | {c.status} | {c.model_timing or '-'} | {ref} | "
-                         f"{_pct(r.gap)} |")
+                  f"{slices} slices, {proven} with a proven optimum.", "",
+                  "| layers | method | slices | statuses | model timing | median gap to "
+                  "optimum | worst gap to optimum | median certified gap | worst certified "
+                  "gap |", "| ---: | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+        for (layers, method), group in _group(mine, lambda r: (r[0].layers, r[0].method)
+                                              ).items():
+            to_opt = [r.gap for _c, r in group if r.reference_kind == "optimum"
+                      and r.gap is not None]
+            to_bound = [r.gap for _c, r in group if r.reference_kind == "bound"
+                        and r.gap is not None]
+            statuses = ", ".join(f"{n} {k}" for k, n in sorted(_counts(
+                c.status for c, _r in group).items()))
+            timings = ", ".join(sorted({c.model_timing for c, _r in group if c.model_timing}))
+            lines.append(f"| {layers} | {method} | {len(group)} | {statuses} | "
+                         f"{timings or '-'} | {_pct(_median(to_opt))} | "
+                         f"{_pct(max(to_opt, default=None))} | {_pct(_median(to_bound))} | "
+                         f"{_pct(max(to_bound, default=None))} |")
         lines.append("")
+        if slices <= 4:
+            lines += ["| slice | method | makespan ns | status | model timing | reference | "
+                      "gap |", "| --- | --- | ---: | --- | --- | --- | ---: |"]
+            for c, r in mine:
+                shown = c.error if c.status == "error" else f"{c.makespan_ns:,}"
+                ref = ("-" if r.reference_ns is None
+                       else f"{r.reference_ns:,} ({r.reference_kind})")
+                lines.append(f"| {c.model} b{c.batch} KV{c.kv_len} l{c.layers} | {c.method} | "
+                             f"{shown} | {c.status} | {c.model_timing or '-'} | {ref} | "
+                             f"{_pct(r.gap)} |")
+            lines.append("")
     return lines
+
+
+def _counts(values) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for v in values:
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+def _median(values: Sequence[float]) -> float | None:
+    return statistics.median(values) if values else None
 
 
 def _unavailable(figure: Sequence[Cell], exact: Sequence[Cell]) -> list[str]:
@@ -476,8 +510,8 @@ def _plots(figure: Sequence[Cell], out: Path) -> None:
         ax.axhline(p.elk_full_over_basic, color="black", linestyle="--", linewidth=1,
                    label=f"paper: Elk-Full {p.elk_full_over_basic}x (grid average)")
         ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))])
-        ax.set_xticklabels([f"{g[0].model}\nb{g[0].batch} KV{g[0].kv_len}" for g in groups],
-                           fontsize=7)
+        ax.set_xticklabels([f"{g[0].model} b{g[0].batch} KV{g[0].kv_len}" for g in groups],
+                           fontsize=7, rotation=30, ha="right")
         ax.set_ylabel("throughput / Basic")
         ax.set_title(f"{cost}, {setting}", fontsize=9)
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
