@@ -6,6 +6,8 @@ import math
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elk_opt.cli import main
 from elk_opt.methods import solve
@@ -15,10 +17,12 @@ from elk_opt.studies.reproduce import (
     SETTINGS,
     Cell,
     Config,
+    _ideal_cell,
     _plan_cell,
     cell_from_dict,
 )
 from elk_opt.studies.reproduce_report import problems, summaries
+from tests.strategies import random_instances
 
 OUTPUTS = ("fig17.csv", "fig18.csv", "exact.csv", "reproduction.md", "fig17.png", "fig18.png")
 
@@ -199,6 +203,23 @@ def test_speedups_are_per_configuration_means():
     assert s.pct_of_ideal == pytest.approx((90 + 100) / 2)
 
 
+def test_a_longer_time_limit_reruns_exact_cells_that_ran_out_of_time(tmp_path, capsys):
+    out = str(tmp_path / "r")
+    args = ["reproduce", "-o", out, "--models", "llama2-13b", "--batches", "32", "--kv", "2048",
+            "--layers", "1", "--settings", "shared-bsp", "--cost-models", "analytic",
+            "--methods", "elk-full", "--exact-layers", "1", "--executor", "serial"]
+    assert main([*args, "--time-limit", "5"]) == 0
+    (cpsat,) = [c for c in cells(tmp_path / "r") if c.method == "cpsat"]
+    assert cpsat.time_limit_s == 5
+    capsys.readouterr()
+    assert main([*args, "--time-limit", "10"]) == 0
+    rerun = [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+    expected = [] if cpsat.status == "optimal" else ["cpsat"]
+    assert [line.split()[2].rstrip(":") for line in rerun] == expected
+    assert main([*args, "--time-limit", "5"]) == 0  # a shorter limit keeps what it has
+    assert not [line for line in capsys.readouterr().err.splitlines() if line.startswith("[")]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--settings", "shared"], "unknown settings shared"),
     (["--batches", "x"], "--batches: not a comma-separated list of integers"),
@@ -210,3 +231,30 @@ def test_bad_options_are_one_line_and_exit_2(tmp_path, capsys, args, message):
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+@settings(max_examples=25, deadline=None)
+@given(random_instances(max_ops=6, noc=True), st.sampled_from(sorted(SETTINGS)))
+def test_every_heuristic_cell_is_consistent_on_generated_instances(instance, setting):
+    """What a cell records agrees with itself and hides nothing: the exact replay equals the
+    claim, the breakdown covers the makespan, and a plan that fails verify is a problem."""
+    timing = SETTINGS[setting].timing
+    base = Cell(model="random", batch=1, kv_len=1, layers=1, cost_model="analytic",
+                setting=setting, timing=timing, method="", family="heuristic", status="")
+    cells = [_ideal_cell(instance, replace(base, method="ideal", family="bound",
+                                           status="bound"))]
+    for method in QUICK.methods:
+        if method == "ideal":
+            continue
+        plan = solve(instance, method, SolveOptions(timing=timing))
+        cell = _plan_cell(plan, replace(base, method=method))
+        assert cell.sim_ns == cell.makespan_ns == plan.claims.makespan_ns, cell
+        parts = (cell.overlapped_ns, cell.exec_only_ns, cell.preload_only_ns, cell.stall_ns)
+        assert sum(parts) == pytest.approx(cell.makespan_ns, abs=4)
+        assert cell.full_ns is not None and cell.noc_util >= 0
+        assert cell.verified == (cell.error == "")
+        cells.append(cell)
+    found = problems(cells, [])
+    for cell in cells[1:]:
+        flagged = any(p.endswith(f" {cell.method}: plan fails verify") for p in found)
+        assert flagged == (not cell.verified), (cell, found)

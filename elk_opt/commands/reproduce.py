@@ -37,7 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="slice sizes solved exactly, comma-separated, or 'none' (default 1,2)")
     p.add_argument("--exact-methods", help="comma-separated (default cpsat)")
     p.add_argument("--time-limit", type=float, default=None, metavar="S",
-                   help="per exact solve (default 30; 10 with --quick)")
+                   help="per exact solve (default 30; 10 with --quick); resuming with a "
+                        "longer one re-runs the exact cells that ran out of time")
     p.add_argument("--threads", type=int, default=None, help="per exact solve (default 1)")
     p.add_argument("--chip", default=None, help="chip preset or TOML file (default "
                                                 "ipu-pod4-hbm3e)")

@@ -112,6 +112,13 @@ class Cell:
     full_noc_util: float | None = None
     full_tflops: float | None = None
     error: str = ""
+    time_limit_s: float | None = None  # an exact method's limit
+
+    def reusable(self, time_limit_s: float) -> bool:
+        """Whether a resume may keep this cell: not an exact solve that ran out of time under
+        a shorter limit than the one asked now."""
+        out_of_time = self.family == "exact" and self.status != "optimal"
+        return not (out_of_time and (self.time_limit_s or 0) < time_limit_s)
 
     @property
     def config_key(self) -> str:
@@ -252,18 +259,21 @@ def run_task(task: Task) -> list[Cell]:
             continue
         options = SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
                                timing=setting.timing)
-        if METHODS[m].family == "exact":
+        exact = METHODS[m].family == "exact"
+        if exact:
             options = replace(options, warm_start=WARM_START, warm_plan=plans.get(WARM_START))
+        blank = Cell(**base, method=m, family=family(m), status="",
+                     time_limit_s=task.time_limit_s if exact else None)
         started = time.perf_counter()
         try:
             plan = solve(instance, m, options)
         except Exception as e:  # a study records a failing method and goes on
-            cells.append(Cell(**base, method=m, family=family(m), status="error",
-                              solve_s=round(time.perf_counter() - started, 3),
-                              error=f"{type(e).__name__}: {e}"))
+            cells.append(replace(blank, status="error",
+                                 solve_s=round(time.perf_counter() - started, 3),
+                                 error=f"{type(e).__name__}: {e}"))
             continue
         plans[m] = plan
-        cells.append(_plan_cell(plan, Cell(**base, method=m, family=family(m), status="")))
+        cells.append(_plan_cell(plan, blank))
     return cells
 
 
@@ -317,8 +327,9 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
     grid.validate()
     cells_dir = out / "cells"
     cells_dir.mkdir(parents=True, exist_ok=True)
-    _check_settings(out, {"chip": grid.chip, "time_limit_s": grid.time_limit_s})
+    _check_settings(out, {"chip": grid.chip})
     done = {p.stem: cell_from_dict(json.loads(p.read_text())) for p in cells_dir.glob("*.json")}
+    done = {name: c for name, c in done.items() if c.reusable(grid.time_limit_s)}
     wanted = _wanted(grid)
     missing: dict[Config, list[str]] = {}
     for config, method in wanted:
@@ -374,6 +385,6 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
         before = json.loads(path.read_text())
         if before != settings:
             raise UsageError(f"{out} holds a reproduction with other settings ({before}); "
-                             "resume with the same --chip and --time-limit or choose another -o")
+                             "resume with the same --chip or choose another -o")
     else:
         save_json(path, settings)
