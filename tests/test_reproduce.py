@@ -226,12 +226,22 @@ def test_a_longer_time_limit_reruns_exact_cells_that_ran_out_of_time(tmp_path, c
     (["--batches", "x"], "--batches: not a comma-separated list of integers"),
     (["--methods", "cpsat"], "not heuristic methods: cpsat"),
     (["--models", "gpt-9"], "unknown model 'gpt-9'"),
+    (["--time-limit", "nan"], "--time-limit must be a positive number"),
+    (["--models", "llama2-13b", "--exact-layers", "41"], "llama2-13b has 40 layers"),
 ])
 def test_bad_options_are_one_line_and_exit_2(tmp_path, capsys, args, message):
     assert main(["reproduce", "-o", str(tmp_path / "r"), *args]) == 2
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_an_output_that_is_a_file_is_a_usage_error(tmp_path, capsys):
+    taken = tmp_path / "taken"
+    taken.write_text("x")
+    assert main(["reproduce", "--quick", "-o", str(taken)]) == 2
+    assert "exists and is not a directory" in capsys.readouterr().err
+    assert taken.read_text() == "x"
 
 
 @settings(max_examples=25, deadline=None)

@@ -16,6 +16,7 @@ stored, so it runs once the cost model exists.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from dataclasses import asdict, dataclass, fields, replace
@@ -182,7 +183,10 @@ class Grid:
         from elk_opt.zoo import model_config
 
         for m in self.models:
-            model_config(m)  # raises UsageError naming the zoo
+            whole = model_config(m).layers  # raises UsageError naming the zoo
+            if any(n > whole for n in self.exact_layers):
+                raise UsageError(f"--exact-layers: {m} has {whole} layers, got "
+                                 f"{list(self.exact_layers)}")
         for name, values, known in (("settings", self.settings, tuple(SETTINGS)),
                                     ("cost models", self.cost_models, COST_MODELS)):
             bad = [v for v in values if v not in known]
@@ -201,8 +205,10 @@ class Grid:
                 raise UsageError(f"{name} must be positive, got {list(values)}")
         if self.layers is not None and self.layers < 1:
             raise UsageError(f"--layers must be positive, got {self.layers}")
-        if self.time_limit_s <= 0 or self.threads < 1:
-            raise UsageError("--time-limit and --threads must be positive")
+        if not (math.isfinite(self.time_limit_s) and self.time_limit_s > 0):
+            raise UsageError(f"--time-limit must be a positive number, got {self.time_limit_s}")
+        if self.threads < 1:
+            raise UsageError(f"--threads must be positive, got {self.threads}")
 
 
 QUICK = Grid(models=("llama2-13b",), batches=(32,), kv_lens=(2048,), layers=2,
@@ -325,6 +331,8 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
                      address: str | None = None) -> tuple[list[Cell], list[Cell]]:
     """Run every missing cell; return the figure cells and the exact-slice cells, in order."""
     grid.validate()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"{out}: exists and is not a directory")
     cells_dir = out / "cells"
     cells_dir.mkdir(parents=True, exist_ok=True)
     _check_settings(out, {"chip": grid.chip})
