@@ -69,10 +69,6 @@ class Config:
         return (f"{self.model}-b{self.batch}-kv{self.kv_len}-l{self.layers}-{self.cost_model}-"
                 f"{self.setting}")
 
-    @property
-    def timing(self) -> Timing:
-        return SETTINGS[self.setting].timing
-
     def build(self) -> Instance:
         from elk_opt.zoo import model_instance
 

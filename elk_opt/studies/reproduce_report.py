@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import statistics
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -434,7 +435,7 @@ def _exact_tables(exact: Sequence[Cell]) -> list[str]:
                       and r.gap is not None]
             to_bound = [r.gap for _c, r in group if r.reference_kind == "bound"
                         and r.gap is not None]
-            statuses = ", ".join(f"{n} {k}" for k, n in sorted(_counts(
+            statuses = ", ".join(f"{n} {k}" for k, n in sorted(Counter(
                 c.status for c, _r in group).items()))
             timings = ", ".join(sorted({c.model_timing for c, _r in group if c.model_timing}))
             lines.append(f"| {layers} | {method} | {len(group)} | {statuses} | "
@@ -454,13 +455,6 @@ def _exact_tables(exact: Sequence[Cell]) -> list[str]:
                              f"{_pct(r.gap)} |")
             lines.append("")
     return lines
-
-
-def _counts(values) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for v in values:
-        out[v] = out.get(v, 0) + 1
-    return out
 
 
 def _median(values: Sequence[float]) -> float | None:
