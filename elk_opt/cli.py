@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "compare",
     "gap",
     "sweep",
+    "reproduce",
     "simulate",
     "lower",
 )
