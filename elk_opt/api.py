@@ -92,7 +92,7 @@ def build_instance(model_or_path: str | Path, chip: Chip | str = DEFAULT_CHIP, *
                    batch: int = 32, kv_len: int = 2048, layers: int | None = None,
                    mode: str = "decode", dtype: str = "bf16", cost_model: str = "analytic",
                    noc_occupancy: str | None = None, max_plans: int = 8,
-                   max_preloads: int = 4) -> Instance:
+                   max_preloads: int = 4, progress: bool = False) -> Instance:
     """An instance from a zoo model name or an ONNX file (`elk-opt instance`).
 
     `chip`: a preset name, a chip TOML path or a `Chip`. `kv_len`: KV-cache tokens in decode,
@@ -100,7 +100,7 @@ def build_instance(model_or_path: str | Path, chip: Chip | str = DEFAULT_CHIP, *
     prefill or forward. `dtype`: bf16, fp16, fp32 or fp8 (zoo models). `cost_model`: analytic
     or `table:PATH`. `noc_occupancy`: "bytes" or "bsp", how plans hold the NoC port under
     the shared-noc timing (None: the chip's default). `max_plans`, `max_preloads`: execute and
-    preload plans kept per op.
+    preload plans kept per op. `progress`: show the partition search's progress on stderr.
     """
     from elk_opt.partition import SearchOptions
     from elk_opt.sources import instance_from_source
@@ -112,7 +112,7 @@ def build_instance(model_or_path: str | Path, chip: Chip | str = DEFAULT_CHIP, *
         model_or_path, chip if isinstance(chip, Chip) else load_chip(chip), batch=batch,
         kv_len=kv_len, layers=layers, mode=mode, dtype=dtype, cost_model=cost_model,
         options=SearchOptions(max_exec=max_plans, max_preload=max_preloads),
-        noc_occupancy=noc_occupancy)
+        noc_occupancy=noc_occupancy, progress=progress)
 
 
 def synthetic_instance(ops: int = 48, plans: int = 4, seed: int = 0,
@@ -210,7 +210,8 @@ def simulate(plan: Plan, *, sharing: str = "full", chip: Chip | str | None = Non
 
 def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops: int = 2000,
           fluid_time_s: float = 120.0, window: int = 12, window_time_s: float = 2.0,
-          lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2) -> dict[str, Any]:
+          lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
+          progress: bool = False) -> dict[str, Any]:
     """Lower bounds on every plan's makespan under `timing`, as `elk-opt bound -o` writes them:
     `{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note"}], "best"}`.
@@ -219,12 +220,14 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops:
     `fluid_max_ops` ops, `fluid_time_s`), the LP relaxation (up to `lp_max_ops` ops,
     `lp_time_s`) and the window bound (`window` ops per window, 0 to skip; `window_time_s` of
     CP-SAT each); each row says for which timings and execution orders it holds.
+    `progress`: say on stderr which bound runs, and each window's.
     """
     from elk_opt.lower_bounds import lower_bounds
 
     return lower_bounds(instance, timing=timing, fluid_max_ops=fluid_max_ops,
                         fluid_time_s=fluid_time_s, window=window, window_time_s=window_time_s,
-                        lp_max_ops=lp_max_ops, lp_time_s=lp_time_s, threads=threads)
+                        lp_max_ops=lp_max_ops, lp_time_s=lp_time_s, threads=threads,
+                        progress=progress)
 
 
 def compare(instance: Instance, methods: list[str] | None = None,

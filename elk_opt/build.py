@@ -9,7 +9,6 @@ the source, the workload and the cost model, with the NoC occupancy reading it w
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from typing import Any
 
@@ -28,6 +27,7 @@ from elk_opt.partition import (
     search,
 )
 from elk_opt.problem import Chip, Instance, Op
+from elk_opt.progress import report_progress
 
 MODES = ("decode", "prefill", "forward")
 SPLIT_FRACTION = 4  # ops whose HBM data needs more than 1/4 of each core's SRAM are split
@@ -65,15 +65,15 @@ def instance_from_graph(model: onnx.ModelProto, chip: Chip, *, name: str, source
                                       else cost.noc_occupancy)
     cache: dict[Work, OpPlans] = {}
     ops = []
-    for k, gop in enumerate(graph_ops):
-        plans = cache.get(gop.work)
-        if plans is None:
-            plans = _search(gop, chip, cost, options, occupancy, source)
-            cache[gop.work] = plans
-        if progress and k % 200 == 0:
-            print(f"  op {k}/{len(graph_ops)}: {len(cache)} distinct ops searched",
-                  file=sys.stderr)
-        ops.append(_op(gop, plans))
+    with report_progress(len(graph_ops), "plan search", unit="op",
+                         enabled=progress) as shown:
+        for gop in graph_ops:
+            plans = cache.get(gop.work)
+            if plans is None:
+                plans = _search(gop, chip, cost, options, occupancy, source)
+                cache[gop.work] = plans
+            ops.append(_op(gop, plans))
+            shown.advance(status=f"{len(cache)} distinct ops searched")
     extra = {"source": {"kind": "onnx", "path": source, **(meta or {}),
                         "batch": batch, "kv_len": kv_len, "mode": mode},
              "cost_model": {**cost.metadata(), "spec": cost_model,

@@ -24,6 +24,7 @@ class SolveOptions:
     warm_start: str | None = None  # name of the method whose plan is `warm_plan`
     warm_plan: Plan | None = None  # a plan to hint an exact solver with (resolved by the caller)
     verbose: bool = False
+    progress: bool = False  # a method may show its search's progress on stderr (elk_opt.progress)
     params: Mapping[str, Any] = field(default_factory=dict)  # method-specific knobs
 
 

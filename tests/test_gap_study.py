@@ -85,7 +85,7 @@ def test_rerunning_a_finished_study_changes_nothing(study, capsys):
     specs, out = study
     before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     cells = run_study(specs, methods(), out, time_limit_s=20, timing="shared-noc",
-                      executor="serial")
+                      executor="serial", progress=True)
     write_report(cells, out)
     after = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert before == after
@@ -97,7 +97,8 @@ def test_an_interrupted_study_resumes_only_missing_cells(study, capsys):
     specs, out = study
     victim = next((out / "cells").glob("*__basic.json"))
     victim.unlink()
-    run_study(specs, methods(), out, time_limit_s=20, timing="shared-noc", executor="serial")
+    run_study(specs, methods(), out, time_limit_s=20, timing="shared-noc", executor="serial",
+              progress=True)
     err = capsys.readouterr().err
     assert err.count(" basic: ") == 1 and victim.exists()
 
@@ -142,7 +143,7 @@ def test_a_longer_limit_retries_cells_that_ran_out_of_time(tmp_path, capsys):
                      timing="shared-noc", executor="serial")
     assert kept == [heuristic, timed_out]
     again = run_study(specs, ["basic", "cpsat"], tmp_path, time_limit_s=10,
-                      timing="shared-noc", executor="serial")
+                      timing="shared-noc", executor="serial", progress=True)
     assert again[0] == heuristic
     assert again[1].time_limit_s == 10 and again[1].makespan_ns is not None
     assert "resuming: 1 of 2 cells already done" in capsys.readouterr().err

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from elk_opt.commands.flags import (
+    add_quiet,
     add_timing,
     nonnegative_int,
     output_file,
@@ -42,6 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=positive_int, default=2)
     p.add_argument("-o", "--output", type=output_file, metavar="bounds.json",
                    help="also write the bounds as JSON")
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -50,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
     report = lower_bounds(instance, timing=args.timing, fluid_max_ops=args.fluid_max_ops,
                           fluid_time_s=args.fluid_time, window=args.window,
                           window_time_s=args.window_time, lp_max_ops=args.lp_max_ops,
-                          lp_time_s=args.lp_time, threads=args.threads, progress=True)
+                          lp_time_s=args.lp_time, threads=args.threads,
+                          progress=not args.quiet)
     rows, best = report["bounds"], report["best"]
     print(f"{instance.name}: {report['ops']} ops, bounds for {args.timing}")
     print(f"  {'bound':<11}{'ns':>15}     {'wall':>7}    {'holds for':<26}{'order':<10}note")

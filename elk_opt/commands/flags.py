@@ -93,3 +93,9 @@ def add_executor(p: argparse.ArgumentParser, executors: tuple[str, ...]) -> None
     p.add_argument("--workers", type=positive_int, default=None,
                    help="worker processes (default: one per CPU)")
     p.add_argument("--address", default=None, help="scheduler address of an existing cluster")
+
+
+def add_quiet(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="no progress on stderr (a bar on a terminal, else plain lines); "
+                        "errors still show")

@@ -6,7 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from elk_opt.commands.flags import add_executor, add_timing, output_dir, positive_float
+from elk_opt.commands.flags import (
+    add_executor,
+    add_quiet,
+    add_timing,
+    output_dir,
+    positive_float,
+)
 from elk_opt.methods import METHODS
 from elk_opt.studies.baseline import DEFAULT_PATH, write_baseline
 from elk_opt.studies.executors import EXECUTORS
@@ -30,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "cells that ran out of time")
     add_timing(p)
     add_executor(p, EXECUTORS)
+    add_quiet(p)
     p.add_argument("--update-baseline", action="store_true",
                    help="record every heuristic's makespan and the proven optima of this suite "
                         "as the regression baseline under --timing (other timings' records "
@@ -48,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     methods = args.methods.split(",") if args.methods else default_methods()
     out = Path(args.output)
     cells = run_study(specs, methods, out, time_limit_s=args.time_limit, timing=args.timing,
-                      executor=args.executor, workers=args.workers, address=args.address)
+                      executor=args.executor, workers=args.workers, address=args.address,
+                      progress=not args.quiet)
     rows = write_report(cells, out)
     if args.update_baseline:
         dropped = write_baseline(specs, cells, args.baseline, args.timing)

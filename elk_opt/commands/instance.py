@@ -10,6 +10,7 @@ import time
 
 from elk_opt.chips import DEFAULT_CHIP, NOC_OCCUPANCIES, load_chip
 from elk_opt.commands.flags import (
+    add_quiet,
     nonnegative_int,
     output_file,
     positive_int,
@@ -64,6 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--seed", type=nonnegative_int, default=0)
     g.add_argument("--tightness", type=unit_fraction, default=0.5,
                    help="0 roomy .. 1 tightest feasible SRAM (default 0.5)")
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -95,4 +97,4 @@ def _real(args: argparse.Namespace) -> Instance:
     return instance_from_source(args.source, load_chip(args.chip), batch=args.batch,
                                 kv_len=args.kv_len, layers=args.layers, mode=args.mode,
                                 dtype=args.dtype, cost_model=args.cost_model, options=options,
-                                noc_occupancy=args.noc_occupancy, progress=True)
+                                noc_occupancy=args.noc_occupancy, progress=not args.quiet)

@@ -6,7 +6,13 @@ import argparse
 from dataclasses import replace
 from pathlib import Path
 
-from elk_opt.commands.flags import add_executor, output_dir, positive_float, positive_int
+from elk_opt.commands.flags import (
+    add_executor,
+    add_quiet,
+    output_dir,
+    positive_float,
+    positive_int,
+)
 from elk_opt.errors import UsageError
 from elk_opt.studies import paper
 from elk_opt.studies.executors import EXECUTORS
@@ -45,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chip", default=None, help="chip preset or TOML file (default "
                                                 "ipu-pod4-hbm3e)")
     add_executor(p, EXECUTORS)
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -91,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     grid = grid_from_args(args)
     out = Path(args.output)
     figure, exact = run_reproduction(grid, out, executor=args.executor, workers=args.workers,
-                                     address=args.address)
+                                     address=args.address, progress=not args.quiet)
     table = write_report(figure, exact, out)
     print(f"{len(figure)} figure cells, {len(exact)} exact-slice cells -> {out}/fig17.csv, "
           "fig18.csv, exact.csv, reproduction.md, fig17.png, fig18.png")

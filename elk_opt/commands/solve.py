@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from elk_opt.commands.flags import (
+    add_quiet,
     add_timing,
     nonnegative_int,
     output_file,
@@ -44,6 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--warm-start", default=None, metavar="METHOD",
                    help="hint an exact solver with this method's plan")
     p.add_argument("--verbose", action="store_true", help="show solver logs")
+    add_quiet(p)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="method-specific option, VALUE read as JSON when it parses "
                         "(e.g. window=4, fifo=true, max_pending=2, solver=cbc); repeatable")
@@ -78,9 +80,11 @@ def run(args: argparse.Namespace) -> int:
     options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
                            gap=args.gap, threads=args.threads,
                            seed=args.seed, timing=args.timing, warm_start=args.warm_start,
-                           verbose=args.verbose, params=parse_params(args.param))
-    print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
-          file=sys.stderr)
+                           verbose=args.verbose, progress=not args.quiet,
+                           params=parse_params(args.param))
+    if not args.quiet:
+        print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
+              file=sys.stderr)
     with sigint_restored():
         plan = solve(instance, args.method, options)
     save_plan(args.output, plan)

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from elk_opt.commands.flags import (
     add_executor,
+    add_quiet,
     add_timing,
     output_dir,
     positive_float,
@@ -19,6 +20,7 @@ from elk_opt.commands.flags import (
 from elk_opt.errors import UsageError
 from elk_opt.interrupts import Terminated
 from elk_opt.io import ensure_dir, write_atomic
+from elk_opt.progress import report_progress
 from elk_opt.studies.executors import EXECUTORS, run_all
 from elk_opt.studies.sweep import (
     AXES,
@@ -56,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_timing(p)
     p.add_argument("-o", "--output", required=True, type=output_dir, metavar="DIR")
     add_executor(p, EXECUTORS)
+    add_quiet(p)
     p.set_defaults(func=run)
 
 
@@ -113,14 +116,15 @@ def run(args: argparse.Namespace) -> int:
 def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace) -> list[SweepPoint]:
     points: list[SweepPoint] = []
     try:
-        with run_all(run_sweep_cell, cells, args.executor, args.workers,
-                     args.address) as results:
+        with report_progress(len(cells), stem, unit="point", enabled=not args.quiet) as shown, \
+                run_all(run_sweep_cell, cells, args.executor, args.workers,
+                        args.address) as results:
             for _cell, point in results:
                 points.append(point)
-                print(f"[{stem} {len(points)}/{len(cells)}] {point.cell.chip} "
-                      f"{point.cell.mode} {point.cell.axis}x{point.cell.value:g} "
-                      f"{point.cell.method}: {point.simulated_ns:,} ns simulated"
-                      f"{'' if point.verified else ', PLAN FAILS VERIFY'}", file=sys.stderr)
+                shown.advance(note=f"[{stem} {len(points)}/{len(cells)}] {point.cell.chip} "
+                                   f"{point.cell.mode} {point.cell.axis}x{point.cell.value:g} "
+                                   f"{point.cell.method}: {point.simulated_ns:,} ns simulated"
+                                   f"{'' if point.verified else ', PLAN FAILS VERIFY'}")
     except (KeyboardInterrupt, Terminated) as e:
         e.add_note(f"{stem}: {len(points)} of {len(cells)} points done, none written (a "
                    "sweep restarts from its first point)")

@@ -12,7 +12,6 @@ the best lower bound any method reported; gaps are makespan / reference - 1.
 from __future__ import annotations
 
 import functools
-import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -24,6 +23,7 @@ from elk_opt.interrupts import Terminated
 from elk_opt.io import ensure_dir, plan_to_dict, read_json, save_json
 from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance, Timing
+from elk_opt.progress import report_progress
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.executors import run_all
 from elk_opt.studies.suites import InstanceSpec
@@ -166,8 +166,10 @@ def conflicts(rows: Sequence[Row]) -> list[str]:
 
 def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, *,
               time_limit_s: float, timing: Timing, threads: int = 1, executor: str = "local",
-              workers: int | None = None, address: str | None = None) -> list[Cell]:
-    """Run every missing cell, then return all cells in suite and method order."""
+              workers: int | None = None, address: str | None = None,
+              progress: bool = False) -> list[Cell]:
+    """Run every missing cell, then return all cells in suite and method order.
+    `progress`: a line per finished cell on stderr (with a bar on a terminal)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise UsageError(f"unknown methods {', '.join(unknown)}; known: {', '.join(METHODS)}")
@@ -179,25 +181,28 @@ def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, 
     tasks = [CellTask(s, m, time_limit_s, threads, timing) for s in specs for m in methods
              if _cell_name(s.key, m) not in done]
     total = len(specs) * len(methods)
-    if len(done):
-        print(f"resuming: {len(done)} of {total} cells already done", file=sys.stderr)
     try:
-        with run_all(run_cell, tasks, executor, workers, address) as results:
+        with report_progress(total, "gap", unit="cell", done=len(done),
+                             enabled=progress) as shown, \
+                run_all(run_cell, tasks, executor, workers, address) as results:
+            if done:
+                shown.write(f"resuming: {len(done)} of {total} cells already done")
             for task, cell in results:
                 save_json(cells_dir / f"{_cell_name(task.spec.key, task.method)}.json",
                           asdict(cell))
                 done[_cell_name(task.spec.key, task.method)] = cell
-                shown = f"{cell.makespan_ns:,} ns {cell.status}" if cell.makespan_ns \
-                    else cell.error
-                print(f"[{len(done)}/{total}] {cell.instance} {cell.method}: {shown} "
-                      f"({cell.solve_s:.1f} s)"
-                      f"{'' if cell.verified or cell.error else ' VERIFY FAILED'}",
-                      file=sys.stderr)
+                shown.advance(note=f"[{len(done)}/{total}] {cell.instance} {cell.method}: "
+                                   f"{_shown(cell)} ({cell.solve_s:.1f} s)"
+                                   f"{'' if cell.verified or cell.error else ' VERIFY FAILED'}")
     except (KeyboardInterrupt, Terminated) as e:
         e.add_note(f"{len(done)} of {total} cells done and kept in {cells_dir}; run the same "
                    "command again to resume")
         raise
     return [done[_cell_name(s.key, m)] for s in specs for m in methods]
+
+
+def _shown(cell: Cell) -> str:
+    return f"{cell.makespan_ns:,} ns {cell.status}" if cell.makespan_ns else cell.error
 
 
 def _read_cells(cells_dir: Path) -> dict[str, Cell]:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import time
 from dataclasses import asdict, dataclass, fields, replace
 from pathlib import Path
@@ -27,6 +26,7 @@ from elk_opt.errors import UsageError
 from elk_opt.io import plan_to_dict, save_json
 from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance, Plan, Timing
+from elk_opt.progress import report_progress
 from elk_opt.solution import SolveOptions
 from elk_opt.studies import paper
 from elk_opt.studies.executors import run_all
@@ -323,9 +323,10 @@ def cell_name(config: Config, method: str) -> str:
 
 
 def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
-                     workers: int | None = None,
-                     address: str | None = None) -> tuple[list[Cell], list[Cell]]:
-    """Run every missing cell; return the figure cells and the exact-slice cells, in order."""
+                     workers: int | None = None, address: str | None = None,
+                     progress: bool = False) -> tuple[list[Cell], list[Cell]]:
+    """Run every missing cell; return the figure cells and the exact-slice cells, in order.
+    `progress`: a line per finished cell on stderr (with a bar on a terminal)."""
     grid.validate()
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out}: exists and is not a directory")
@@ -341,25 +342,28 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
             missing.setdefault(config, []).append(method)
     tasks = [Task(c, tuple(ms), grid.time_limit_s, grid.threads) for c, ms in missing.items()]
     total = len(wanted)
-    if done:
-        print(f"resuming: {total - sum(map(len, missing.values()))} of {total} cells already "
-              "done", file=sys.stderr)
-    unavailable: dict[str, Cell] = {}
     finished = total - sum(map(len, missing.values()))
-    with run_all(run_task, tasks, executor, workers, address) as finished_tasks:
+    unavailable: dict[str, Cell] = {}
+    with report_progress(total, "reproduce", unit="cell", done=finished,
+                         enabled=progress) as shown, \
+            run_all(run_task, tasks, executor, workers, address) as finished_tasks:
+        if done:
+            shown.write(f"resuming: {finished} of {total} cells already done")
         for task, cells in finished_tasks:
-            finished += len(cells)
             if all(c.status == "unavailable" for c in cells):
                 unavailable.update((cell_name(task.config, c.method), c) for c in cells)
-                print(f"[{finished}/{total}] {task.config.key}: {len(cells)} cells unavailable "
-                      f"({cells[0].error})", file=sys.stderr)
+                finished += len(cells)
+                shown.advance(len(cells), note=f"[{finished}/{total}] {task.config.key}: "
+                                               f"{len(cells)} cells unavailable "
+                                               f"({cells[0].error})")
                 continue
-            for k, cell in enumerate(cells):
+            for cell in cells:
                 name = cell_name(task.config, cell.method)
                 save_json(cells_dir / f"{name}.json", asdict(cell))
                 done[name] = cell
-                print(f"[{finished - len(cells) + k + 1}/{total}] {task.config.key} {cell.method}: "
-                      f"{_shown(cell)}", file=sys.stderr)
+                finished += 1
+                shown.advance(note=f"[{finished}/{total}] {task.config.key} {cell.method}: "
+                                   f"{_shown(cell)}")
     results = {**done, **unavailable}
     figure = [results[cell_name(c, m)] for c in grid.figure_configs() for m in grid.methods]
     exact = [results[cell_name(c, m)] for c in grid.exact_configs()
