@@ -144,6 +144,13 @@ def report_progress(total: int, desc: str, *, unit: str = "step", done: int = 0,
         shown.close()
 
 
+def say(text: str, *, enabled: bool = True) -> None:
+    """A line on stderr that leaves an open bar whole (`tqdm.write`): for messages from inside
+    a loop that `track` or `report_progress` shows."""
+    if enabled:
+        tqdm.write(text, file=sys.stderr)
+
+
 def track(items: Collection[T], desc: str, *, unit: str = "step",
           enabled: bool = True) -> Iterator[T]:
     """`items`, one step each: `for x in track(xs, "windows", unit="window", enabled=...)`.

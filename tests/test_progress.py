@@ -24,7 +24,7 @@ from tqdm import tqdm
 import elk_opt
 from elk_opt import progress
 from elk_opt.cli import main
-from elk_opt.progress import report_progress, track
+from elk_opt.progress import report_progress, say, track
 
 SUITE = """
 [[instance]]
@@ -125,11 +125,23 @@ def test_track_yields_every_item_and_leaving_early_closes_its_bar(monkeypatch):
     assert not tqdm._instances and "2/5" in term.getvalue()
 
 
+def test_say_writes_above_an_open_bar(monkeypatch):
+    term = Terminal()
+    monkeypatch.setattr(progress.sys, "stderr", term)
+    for k in track(range(3), "passes", unit="pass"):
+        say(f"pass {k}: improved")
+    screen = [line.split("\r")[-1].rstrip() for line in term.getvalue().split("\n")]
+    assert [line for line in screen if line.startswith("pass ")] == \
+        ["pass 0: improved", "pass 1: improved", "pass 2: improved"]
+    assert screen[-2].startswith("passes: 100%") and screen[-1] == ""
+
+
 def test_quiet_shows_nothing_anywhere(capsys):
     with report_progress(3, "gap", enabled=False) as shown:
         shown.write("resuming")
         shown.advance(3, note="[3/3] done")
     assert list(track([1, 2], "x", enabled=False)) == [1, 2]
+    say("improved", enabled=False)
     assert capsys.readouterr() == ("", "")
 
 
