@@ -3,10 +3,11 @@
 Under section 5b a load that overlaps an execute whose port demand leaves it too little room
 slows that execute (or itself). Issuing the load after that execute in the program keeps the
 port for the execute; the HBM idles meanwhile, which pays where the load has slack. The pass
-tries, for each data-moving load in program order, every later issue point among the executes
-its current interval overlaps (at most MAX_TRIES), prices each exactly with the resumable
-replay (heuristics.replay), and keeps the best if it shortens the makespan; it sweeps the
-program until a sweep changes nothing (at most `sweeps` times).
+tries, for each data-moving load in program order, a few later issue points among the executes
+its current interval overlaps, prices each with the resumable replay (heuristics.replay: exact
+when the re-timing catches up with the old one within HORIZON executes, else a guess that the
+best tries are then timed exactly for), and keeps the best that shortens the makespan; it
+sweeps the program until a sweep changes nothing (at most `sweeps` times).
 
 Only delays: a preload issued later is pending at fewer executes, so every R5 check that held
 still holds. Under separate-noc delaying never shortens the makespan (section 5 is max-plus),
@@ -26,6 +27,8 @@ from heuristics.replay import Costs, Issue, adopt, replay, retime
 SWEEPS = 4
 NEXT = 2  # issue points tried per load and sweep: after each of the next NEXT executes
 HARMFUL = 2  # and after each of the HARMFUL executes the load slows most
+HORIZON = 64  # executes re-timed per try before guessing; the best guesses are then timed
+CONFIRM = 2  # exactly, at most CONFIRM of them per load
 
 
 @dataclass(frozen=True)
@@ -36,10 +39,14 @@ class Delayed:
 
 
 def delay_loads(instance: Instance, choice: Sequence[Choice], program: Sequence[Instr],
-                timing: Timing, sweeps: int = SWEEPS) -> Delayed:
-    """The program with loads held back where that pays."""
+                timing: Timing, reorder: bool, sweeps: int = SWEEPS) -> Delayed:
+    """The program with loads held back where that pays.
+
+    Without `reorder` a load is held back with every load after it (the preload order kept:
+    only the issue points change); with it, the load alone, so loads behind it pass it.
+    """
     costs = Costs.of(instance, choice, timing)
-    issue = given = Issue.of(program, costs)
+    issue = Issue.of(program, costs)
     timeline = replay(costs, issue)
     if timing == "separate-noc":
         return Delayed(tuple(program), timeline.makespan, 0)
@@ -63,18 +70,34 @@ def delay_loads(instance: Instance, choice: Sequence[Choice], program: Sequence[
             gates = sorted({gate for _h, gate in sorted(harm)[:HARMFUL]}
                            | set(range(first + 1, min(last, first + NEXT) + 1)))
             restore = max(0, bisect_right(timeline.next_load, x) - 1)
-            tried: tuple[int, Issue, int] | None = None  # makespan, issue, new index
-            for gate in gates:
-                candidate, y = issue.moved(x, gate)
-                makespan = retime(costs, candidate, timeline, restore, y + 1)
-                if makespan < best and (tried is None or makespan < tried[0]):
-                    tried = (makespan, candidate, y)
-            if tried is not None:
-                best, issue = tried[0], tried[1]
-                timeline = adopt(costs, issue, timeline, restore, tried[2] + 1)
-                changed = True
+            promising = []  # (makespan or its guess, exact, order tried, issue, new index)
+            for tried, gate in enumerate(gates):
+                candidate, y = issue.moved(x, gate) if reorder else issue.held(x, gate)
+                makespan, exact = retime(costs, candidate, timeline, restore, y + 1, HORIZON)
+                if makespan < best:
+                    promising.append((makespan, not exact, tried, candidate, y))
+            for makespan, guessed, _tried, candidate, y in sorted(promising)[:CONFIRM]:
+                if guessed:
+                    makespan = retime(costs, candidate, timeline, restore, y + 1)[0]
+                if makespan < best:
+                    best, issue = makespan, candidate
+                    timeline = adopt(costs, issue, timeline, restore, y + 1)
+                    changed = True
+                    break
         if not changed:
             break
-    held = sum(issue.gates[issue.slot[j]] > gate for j, gate in zip(given.loads, given.gates,
-                                                                      strict=True))
-    return Delayed(issue.program(program), best, held)
+    return Delayed(issue.program(program), best, held_back(program, issue.program(program)))
+
+
+def held_back(before: Sequence[Instr], after: Sequence[Instr]) -> int:
+    """Preloads with more executes before them in `after` than in `before`."""
+    def gates(program: Sequence[Instr]) -> dict[int, int]:
+        seen, out = 0, {}
+        for kind, j in program:
+            if kind == "E":
+                seen += 1
+            else:
+                out[j] = seen
+        return out
+    old, new = gates(before), gates(after)
+    return sum(new[j] > g for j, g in old.items())

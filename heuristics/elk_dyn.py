@@ -1,7 +1,7 @@
 """Elk-Dyn: the paper's inductive operator scheduling with preload order = execution order.
 
 Under shared-noc its loads are then held back where they would slow a NoC-heavy execute more
-than waiting costs (heuristics.delays).
+than waiting costs (heuristics.delays), the preload order kept.
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ from heuristics.inductive import preload_counts, schedule_best, weighted_ladders
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     found = schedule_best(instance, range(len(instance.ops)),
-                          weighted_ladders(instance, options.timing), options.timing)
+                          weighted_ladders(instance, options.timing), options.timing,
+                          reorder=False)
     assert found is not None  # the identity order never forces a pending preload
     counts = preload_counts(found.program)
     return make_plan(instance, found.choice, found.program, method="elk-dyn",

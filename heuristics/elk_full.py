@@ -62,7 +62,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     knobs = _knobs(options)
     n = len(instance.ops)
     sets = weighted_ladders(instance, options.timing)
-    found = schedule_best(instance, tuple(range(n)), sets, options.timing)
+    found = schedule_best(instance, tuple(range(n)), sets, options.timing, reorder=True)
     assert found is not None  # the identity order never forces a pending preload
     best: Scheduled = found
     best_layer: tuple[int, ...] | None = None
@@ -75,19 +75,22 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             layer_orders(template, layer_ladders, instance.chip.sram_bytes, knobs["max_shift"]),
             1, knobs["max_orders"] + 1))
         sub, sub_template = _slice(instance, template, knobs["screen_layers"])
-        sub_sets = weighted_ladders(sub, options.timing)
+        # screening: the identity's load weight only, one sweep of held-back loads
+        sub_sets = [(w, lad) for w, lad in weighted_ladders(sub, options.timing)
+                    if w == found.load_weight]
         scored: list[tuple[int, int, tuple[int, ...]]] = []
         for k, layer in enumerate(candidates):
             if options.time_limit_s is not None and \
                     time.perf_counter() - started > options.time_limit_s:
                 break
             got = schedule_best(sub, full_order(len(sub.ops), sub_template, layer), sub_sets,
-                                options.timing)
+                                options.timing, reorder=True, sweeps=1)
             screened += 1
             if got is not None:
                 scored.append((got.makespan_ns, k, layer))
         for _m, _k, layer in sorted(scored)[:knobs["finalists"]]:
-            got = schedule_best(instance, full_order(n, template, layer), sets, options.timing)
+            got = schedule_best(instance, full_order(n, template, layer), sets, options.timing,
+                                reorder=True)
             tried += 1
             if got is not None and got.makespan_ns < best.makespan_ns:
                 best, best_layer = got, layer

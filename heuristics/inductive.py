@@ -54,7 +54,7 @@ from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.noc import shares
 from elk_opt.problem import Choice, Instance, Instr, Timing, program_from_issue
 from heuristics.climate import Climate
-from heuristics.delays import delay_loads
+from heuristics.delays import SWEEPS, delay_loads, held_back
 from heuristics.ladders import Ladder, OpLadders, op_classes
 
 NEG = -(1 << 62)
@@ -67,10 +67,6 @@ class Decisions:
     choice: tuple[Choice, ...]
     program: tuple[Instr, ...]
     issued: tuple[int, ...]  # t[i]: preloads issued before E<i>
-
-    @property
-    def preload_counts(self) -> tuple[int, ...]:
-        return tuple(t - i - 1 for i, t in enumerate(self.issued))
 
 
 @dataclass(frozen=True)
@@ -348,20 +344,26 @@ class Scheduled:
 
 
 def schedule_best(instance: Instance, order: Sequence[int],
-                  ladder_sets: list[tuple[float, Ladders]], timing: Timing
-                  ) -> Scheduled | None:
+                  ladder_sets: list[tuple[float, Ladders]], timing: Timing, reorder: bool,
+                  sweeps: int = SWEEPS) -> Scheduled | None:
     """The refined schedule under every load weight, its loads held back where contention
-    costs more than waiting (heuristics.delays); the best makespan (first on ties)."""
+    costs more than waiting (heuristics.delays, at most `sweeps` sweeps: the preload order
+    kept, then, with `reorder`, loads also let others pass); the best makespan (first on
+    ties)."""
     best = None
     for weight, ladders in ladder_sets:
         got = schedule_refined(instance, order, ladders, timing)
         if got is None:
             continue
         decisions = got[0]
-        delayed = delay_loads(instance, decisions.choice, decisions.program, timing)
+        delayed = delay_loads(instance, decisions.choice, decisions.program, timing, False,
+                              sweeps)
+        if reorder:
+            delayed = delay_loads(instance, decisions.choice, delayed.program, timing, True,
+                                  sweeps)
         if best is None or delayed.makespan_ns < best.makespan_ns:
             best = Scheduled(decisions.choice, delayed.program, delayed.makespan_ns, weight,
-                             delayed.held_back)
+                             held_back(decisions.program, delayed.program))
     return best
 
 

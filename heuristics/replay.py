@@ -75,7 +75,8 @@ class Issue:
         return cls(tuple(execs), tuple(loads), tuple(gates), tuple(slot))
 
     def moved(self, x: int, gate: int) -> tuple[Issue, int]:
-        """Load x issued after `gate` executes instead, first of that group; its new index."""
+        """Load x issued after `gate` executes instead, first of that group (the loads it
+        passes go before it); its new index."""
         loads, gates = list(self.loads), list(self.gates)
         j = loads.pop(x)
         gates.pop(x)
@@ -87,22 +88,46 @@ class Issue:
             slot[loads[z]] = z
         return Issue(self.execs, tuple(loads), tuple(gates), tuple(slot)), y
 
+    def held(self, x: int, gate: int) -> tuple[Issue, int]:
+        """Load x and every later load issued after `gate` executes at the earliest (the queue
+        held, its order kept); the index of the last load that moved."""
+        gates = list(self.gates)
+        z = x
+        while z < len(gates) and gates[z] < gate:
+            gates[z] = gate
+            z += 1
+        return Issue(self.execs, self.loads, tuple(gates), self.slot), z - 1
+
     def program(self, like: Sequence[Instr]) -> tuple[Instr, ...]:
-        """This issue as a program; preloads that move no data stay where `like` has them."""
-        free: list[list[int]] = [[] for _ in range(len(self.execs) + 1)]
-        seen = 0
-        for kind, j in like:
+        """This issue as a program. Preloads that move no data keep their place in `like`'s
+        preload order where they can: no earlier than there, after every data load listed before
+        them (so they move with a held queue) unless that passes their own execute, and before
+        the data loads listed after them where the gates allow."""
+        free: list[list[tuple[int, int]]] = [[] for _ in range(len(self.execs) + 1)]
+        position = {op: p for p, op in enumerate(self.execs)}
+        listed = {}
+        seen = held = 0
+        for at, (kind, j) in enumerate(like):
             if kind == "E":
                 seen += 1
             elif self.slot[j] < 0:
-                free[seen].append(j)
+                free[max(seen, min(held, position[j]))].append((at, j))
+            else:
+                listed[j] = at
+                held = max(held, self.gates[self.slot[j]])
         out: list[Instr] = []
         k = 0
         for pos in range(len(self.execs) + 1):
-            out += [("P", j) for j in free[pos]]
+            waiting = free[pos]
+            f = 0
             while k < len(self.loads) and self.gates[k] == pos:
-                out.append(("P", self.loads[k]))
+                j = self.loads[k]
+                while f < len(waiting) and waiting[f][0] < listed[j]:
+                    out.append(("P", waiting[f][1]))
+                    f += 1
+                out.append(("P", j))
                 k += 1
+            out += [("P", j) for _at, j in waiting[f:]]
             if pos < len(self.execs):
                 out.append(("E", self.execs[pos]))
         return tuple(out)
@@ -141,13 +166,18 @@ def replay(costs: Costs, issue: Issue) -> Timeline:
     return timeline
 
 
-def retime(costs: Costs, issue: Issue, old: Timeline, k: int, same_from: int) -> int:
+def retime(costs: Costs, issue: Issue, old: Timeline, k: int, same_from: int,
+           horizon: int | None = None) -> tuple[int, bool]:
     """Makespan of `issue`, which times like `old` up to the start of execute position k.
 
     Loads from index `same_from` on are the same (and gated alike) in both; the replay stops
-    at the first later execute whose state matches `old`'s.
+    at the first later execute whose state matches `old`'s: the makespan is then exact
+    (True). With a `horizon`, it also stops at execute position k + horizon and guesses the
+    makespan as `old`'s shifted by the lag there (False): a guess, for screening edits.
     """
-    return _run(costs, issue, _blank(issue), k, old, same_from)[0]
+    makespan, match = _run(costs, issue, _blank(issue), k, old, same_from,
+                           None if horizon is None else k + horizon)
+    return makespan, match != GUESS
 
 
 def adopt(costs: Costs, issue: Issue, old: Timeline, k: int, same_from: int) -> Timeline:
@@ -166,13 +196,17 @@ def adopt(costs: Costs, issue: Issue, old: Timeline, k: int, same_from: int) -> 
     return new
 
 
+GUESS = -2  # _run stopped at its horizon
+
+
 def _run(costs: Costs, issue: Issue, out: Timeline, k: int, old: Timeline | None,
-         same_from: int | None) -> tuple[int, int]:
+         same_from: int | None, until: int | None = None) -> tuple[int, int]:
     """The event walk of section 5b from the start of execute position k: (makespan, match).
 
     With `same_from`, stops at the first later execute position `match` whose state equals
     `old`'s there (the makespan is then `old`'s, shifted); otherwise fills `out` to the end
-    and `match` is -1.
+    and `match` is -1. With `until`, stops at that execute position, guessing the makespan
+    as `old`'s shifted by the lag there (match GUESS).
     """
     execs, loads, gates = issue.execs, issue.loads, issue.gates
     load_ns, load_d = costs.load_ns, costs.load_demand
@@ -228,6 +262,8 @@ def _run(costs: Costs, issue: Issue, out: Timeline, k: int, old: Timeline | None
                     nl == old.next_load[pos] and lop == old.active[pos] and \
                     (lop < 0 or (lop >= same_from and l_left == old.left[pos])):
                 return old.makespan + t - old.exec_start[pos], pos
+            if until is not None and old is not None and pos >= until:
+                return old.makespan + t - old.exec_start[pos], GUESS
             out.next_load[pos], out.active[pos] = nl, lop
             out.left[pos] = l_left if lop >= 0 else 0
         fresh.clear()

@@ -86,6 +86,8 @@ def _assert_sound(instance: Instance) -> None:
             assert bound <= plan.claims.makespan_ns, method
             if method in OURS:
                 assert plan.claims.lower_bound_ns == bound
+        dyn_loads = [j for kind, j in plans["elk-dyn"].program if kind == "P"]
+        assert dyn_loads == sorted(dyn_loads)  # Elk-Dyn: preload order = execution order
         assert plans["elk-full"].claims.makespan_ns <= plans["elk-dyn"].claims.makespan_ns
 
 
