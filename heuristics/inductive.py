@@ -168,7 +168,7 @@ def _allocate(sram: int, execute: Ladder, pend: list[int], q_lad: list[Ladder | 
 
 def schedule(instance: Instance, order: Sequence[int],
              ladders: tuple[list[int], list[OpLadders]],
-             ref: Reference | None = None) -> Decisions | None:
+             ref: Reference | None = None, port_score: bool = True) -> Decisions | None:
     """Inductive scheduling under preload order `order`; None if the order cannot fit SRAM.
 
     Without `ref` each candidate is scored from an idle HBM; with it, from the state the
@@ -225,7 +225,8 @@ def schedule(instance: Instance, order: Sequence[int],
             own_load = ref.load_end[i] - base
         issued_ref = ref.issued[i] if ref is not None else -1
         ref_start = ref.load_start if ref is not None else ()
-        port = ref is not None  # from an idle HBM every pending load would seem to collide
+        # from an idle HBM every pending load would seem to collide: only against a reference
+        port = port_score and ref is not None
 
         best: tuple[int, int, int, list[int] | None] | None = None  # score, t, rung, rungs
         npend = 0
@@ -306,14 +307,15 @@ def schedule(instance: Instance, order: Sequence[int],
 
 def schedule_refined(instance: Instance, order: Sequence[int],
                      ladders: tuple[list[int], list[OpLadders]], timing: Timing,
-                     rounds: int = ROUNDS) -> tuple[Decisions, Schedule] | None:
+                     rounds: int = ROUNDS, port_score: bool = True
+                     ) -> tuple[Decisions, Schedule] | None:
     """Schedule, then reschedule against the best timing so far while the makespan improves."""
     first = schedule(instance, order, ladders)
     if first is None:
         return None
     best = (first, evaluate(instance, first.choice, first.program, timing=timing))
     for _ in range(rounds):
-        again = schedule(instance, order, ladders, Reference.of(*best))
+        again = schedule(instance, order, ladders, Reference.of(*best), port_score)
         if again is None:
             break
         timed = evaluate(instance, again.choice, again.program, timing=timing)
@@ -326,10 +328,21 @@ def schedule_refined(instance: Instance, order: Sequence[int],
 Ladders = tuple[list[int], list[OpLadders]]
 
 
-def weighted_ladders(instance: Instance, timing: Timing) -> list[tuple[float, Ladders]]:
-    """Ladders under every load weight; priced for the port under shared-noc."""
-    climate = Climate.of(instance) if timing == "shared-noc" else None
-    return [(w, op_classes(instance, w, climate)) for w in LOAD_WEIGHTS]
+@dataclass(frozen=True)
+class PortAware:
+    """The port-aware parts used under shared-noc: all by default (off: for ablations)."""
+
+    prices: bool = True  # ladders priced by the port climate
+    score: bool = True  # the execute at the cut shares the port with its loads when scored
+    hold: bool = True  # loads held back where contention costs more than waiting
+
+
+def weighted_ladders(instance: Instance, timing: Timing, aware: PortAware = PortAware()
+                     ) -> list[tuple[float, Ladders]]:
+    """Ladders under every load weight; with port demands (and priced) under shared-noc."""
+    shared = timing == "shared-noc"
+    climate = Climate.of(instance) if shared and aware.prices else None
+    return [(w, op_classes(instance, w, climate, shared)) for w in LOAD_WEIGHTS]
 
 
 @dataclass(frozen=True)
@@ -345,22 +358,22 @@ class Scheduled:
 
 def schedule_best(instance: Instance, order: Sequence[int],
                   ladder_sets: list[tuple[float, Ladders]], timing: Timing, reorder: bool,
-                  sweeps: int = SWEEPS) -> Scheduled | None:
+                  sweeps: int = SWEEPS, aware: PortAware = PortAware()) -> Scheduled | None:
     """The refined schedule under every load weight, its loads held back where contention
     costs more than waiting (heuristics.delays, at most `sweeps` sweeps: the preload order
     kept, then, with `reorder`, loads also let others pass); the best makespan (first on
     ties)."""
     best = None
     for weight, ladders in ladder_sets:
-        got = schedule_refined(instance, order, ladders, timing)
+        got = schedule_refined(instance, order, ladders, timing, port_score=aware.score)
         if got is None:
             continue
         decisions = got[0]
         delayed = delay_loads(instance, decisions.choice, decisions.program, timing, False,
-                              sweeps)
+                              sweeps if aware.hold else 0)
         if reorder:
             delayed = delay_loads(instance, decisions.choice, delayed.program, timing, True,
-                                  sweeps)
+                                  sweeps if aware.hold else 0)
         if best is None or delayed.makespan_ns < best.makespan_ns:
             best = Scheduled(decisions.choice, delayed.program, delayed.makespan_ns, weight,
                              held_back(decisions.program, delayed.program))

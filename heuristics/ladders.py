@@ -68,44 +68,50 @@ class OpLadders:
 
 
 def _load_item(chip: Chip, q: PreloadPlan, warm: int, load_weight: float,
-               climate: Climate | None) -> Item:
+               climate: Climate | None, demands: bool) -> Item:
+    demand = load_use(chip, q).demand if demands else 0
     if climate is None:
-        return (q.space_bytes, load_weight * q.load_ns + warm, q.id, q.load_ns, warm, 0, 0, None)
-    demand = load_use(chip, q).demand
-    duration, lost = climate.load_price(q.load_ns, demand)
-    return (q.space_bytes, load_weight * duration + warm + lost, q.id, q.load_ns, warm, 0, demand,
-            None)
+        cost = load_weight * q.load_ns + warm
+    else:
+        duration, lost = climate.load_price(q.load_ns, demand)
+        cost = load_weight * duration + warm + lost
+    return (q.space_bytes, cost, q.id, q.load_ns, warm, 0, demand, None)
 
 
-def _exec_item(chip: Chip, p: ExecPlan, lad: Ladder, climate: Climate | None) -> Item:
+def _exec_item(chip: Chip, p: ExecPlan, lad: Ladder, climate: Climate | None,
+               demands: bool) -> Item:
     """Execute plan p whose preload starts at the top of `lad`."""
     run = p.time_ns + lad.warm[0]
     space = max(p.space_bytes, lad.space[0])  # what R5 charges the op at its own execute
-    if climate is None:
-        return (space, p.time_ns + lad.cost[0], p.id, lad.load[0], lad.warm[0], run, 0, lad)
     use = exec_use(chip, p, lad.warm[0])
-    cost = p.time_ns + climate.exec_price(use.duration_ns, use.demand) + lad.cost[0]
-    return (space, cost, p.id, lad.load[0], lad.warm[0], run, use.demand, lad)
+    demand = use.demand if demands else 0
+    cost = p.time_ns + lad.cost[0]
+    if climate is not None:
+        cost += climate.exec_price(use.duration_ns, demand)
+    return (space, cost, p.id, lad.load[0], lad.warm[0], run, demand, lad)
 
 
-def _op_ladders(op: Op, chip: Chip, load_weight: float, climate: Climate | None) -> OpLadders:
+def _op_ladders(op: Op, chip: Chip, load_weight: float, climate: Climate | None,
+                demands: bool) -> OpLadders:
     items: list[Item] = []
     for p in op.exec_plans:
-        loads = [_load_item(chip, q, t, load_weight, climate)
+        loads = [_load_item(chip, q, t, load_weight, climate, demands)
                  for q, pp, t in op.pairs() if pp.id == p.id]
         if loads:
             lad = _pareto(loads)
             # every rung of p's preload ladder may start it: a smaller preload layout lowers
             # the op's own R5 charge where it is larger than the execute layout
-            items += [_exec_item(chip, p, lad.below(r), climate) for r in range(len(lad.space))]
+            items += [_exec_item(chip, p, lad.below(r), climate, demands)
+                      for r in range(len(lad.space))]
     return OpLadders(execute=_pareto(items))
 
 
-def op_classes(instance: Instance, load_weight: float = 1.0, climate: Climate | None = None
-               ) -> tuple[list[int], list[OpLadders]]:
+def op_classes(instance: Instance, load_weight: float = 1.0, climate: Climate | None = None,
+               demands: bool = False) -> tuple[list[int], list[OpLadders]]:
     """Class index of every op (ops with equal plans share one) and each class's ladders.
 
-    With a `climate` (section 5b), every rung's cost includes its expected port price.
+    With a `climate` (section 5b), every rung's cost includes its expected port price; with
+    `demands`, rungs carry their port demands (else 0).
     """
     index: dict[tuple, int] = {}
     classes: list[OpLadders] = []
@@ -114,6 +120,6 @@ def op_classes(instance: Instance, load_weight: float = 1.0, climate: Climate | 
         key = (op.exec_plans, op.preload_plans, op.warmup)
         if key not in index:
             index[key] = len(classes)
-            classes.append(_op_ladders(op, instance.chip, load_weight, climate))
+            classes.append(_op_ladders(op, instance.chip, load_weight, climate, demands))
         of_op.append(index[key])
     return of_op, classes

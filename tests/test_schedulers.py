@@ -258,6 +258,18 @@ def test_elk_full_places_noc_heavy_loads_beside_noc_light_executes():
     assert makespan["elk-dyn", "separate-noc"] < makespan["elk-full", "shared-noc"]
 
 
+def test_elk_dyn_port_knobs():
+    """Each port-aware part can be switched off (for ablations); every variant is valid."""
+    from elk_opt.errors import UsageError
+    instance = _contended_layers(3)
+    for knob in ("port_prices", "port_score", "hold_loads"):
+        _assert_valid(solve(instance, "elk-dyn", SolveOptions(params={knob: 0})))
+    with pytest.raises(UsageError, match="unknown parameter"):
+        solve(instance, "elk-dyn", SolveOptions(params={"bogus": 1}))
+    with pytest.raises(UsageError, match="must be 0 or 1"):
+        solve(instance, "elk-dyn", SolveOptions(params={"hold_loads": 2}))
+
+
 def test_elk_full_rejects_unknown_knobs():
     from elk_opt.errors import UsageError
     instance = synthetic_instance(ops=12, plans=2, seed=0)
