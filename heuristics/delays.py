@@ -3,11 +3,14 @@
 Under section 5b a load that overlaps an execute whose port demand leaves it too little room
 slows that execute (or itself). Issuing the load after that execute in the program keeps the
 port for the execute; the HBM idles meanwhile, which pays where the load has slack. The pass
-tries, for each data-moving load in program order, a few later issue points among the executes
-its current interval overlaps, prices each with the resumable replay (heuristics.replay: exact
-when the re-timing catches up with the old one within HORIZON executes, else a guess that the
-best tries are then timed exactly for), and keeps the best that shortens the makespan; it
-sweeps the program until a sweep changes nothing (at most `sweeps` times).
+takes, in program order, each data-moving load that contends with an execute it overlaps
+(others are left alone), tries a few later issue points among the executes its interval
+overlaps (the next NEXT, and after the HARMFUL it slows most), prices each with the resumable
+replay (heuristics.replay: exact when the re-timing catches up with the old one within HORIZON
+executes, else a guess that the best tries are then timed exactly for), and keeps the best
+that shortens the makespan; it sweeps the program until a sweep changes nothing (at most
+`sweeps` times). Held alone, a load lets the loads behind it pass (a new preload order);
+held with the queue behind it, the order is kept.
 
 Only delays: a preload issued later is pending at fewer executes, so every R5 check that held
 still holds. Under separate-noc delaying never shortens the makespan (section 5 is max-plus),
@@ -67,6 +70,8 @@ def delay_loads(instance: Instance, choice: Sequence[Choice], program: Sequence[
                 if excess > 0:
                     overlap = min(end, timeline.exec_end[p]) - max(start, timeline.exec_start[p])
                     harm.append((-overlap * excess, p + 1))
+            if not harm:
+                continue  # the load slows nothing and nothing slows it: leave it
             gates = sorted({gate for _h, gate in sorted(harm)[:HARMFUL]}
                            | set(range(first + 1, min(last, first + NEXT) + 1)))
             restore = max(0, bisect_right(timeline.next_load, x) - 1)
