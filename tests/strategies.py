@@ -48,7 +48,7 @@ def random_instances(draw, max_ops: int = 6, max_plans: int = 3, noc: bool = Fal
                       hbm_bytes=0, flops=0, exec_plans=tuple(execs),
                       preload_plans=tuple(preloads), warmup=tuple(warmup)))
     need = max(min(max(op.exec_by_id[w.exec].space_bytes, op.preload_by_id[w.preload].space_bytes)
-                   for w in op.warmup) for op in ops)  # R5 charges the larger layout
+                   for w in op.warmup) for op in ops)  # R5: op i holds its larger layout
     sram = need + draw(st.integers(0, 120))
     link = 1_000_000_000 if noc else 1
     chip = Chip(name="random", cores=1, sram_bytes=sram, hbm_bytes_per_s=1, clock_hz=1,
