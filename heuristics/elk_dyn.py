@@ -1,23 +1,44 @@
-"""Elk-Dyn: the paper's inductive operator scheduling with preload order = execution order."""
+"""Elk-Dyn: the paper's inductive operator scheduling with preload order = execution order.
+
+Under shared-noc its allocation and scores see the NoC port and its loads are then held back
+where they would slow a NoC-heavy execute more than waiting costs (heuristics.inductive,
+heuristics.delays), the preload order kept. Knobs (SolveOptions.params, 0 or 1, default 1),
+for ablations: port_prices, port_score, hold_loads (heuristics.inductive.PortAware).
+"""
 
 from __future__ import annotations
 
 import time
 
 from elk_opt.bounds import ideal_bound
+from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
-from heuristics.inductive import schedule_best, weighted_ladders
+from heuristics.inductive import PortAware, preload_counts, schedule_best, weighted_ladders
+
+KNOBS = {"port_prices": "prices", "port_score": "score", "hold_loads": "hold"}
+
+
+def port_aware(options: SolveOptions) -> PortAware:
+    for key, value in options.params.items():
+        if key not in KNOBS:
+            raise UsageError(f"elk-dyn: unknown parameter {key!r}; known: {', '.join(KNOBS)}")
+        if value not in (0, 1) or isinstance(value, float):
+            raise UsageError(f"elk-dyn: parameter {key} must be 0 or 1, got {value!r}")
+    return PortAware(**{KNOBS[k]: bool(v) for k, v in options.params.items()})
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
-    found = schedule_best(instance, range(len(instance.ops)), weighted_ladders(instance),
-                          options.timing)
+    aware = port_aware(options)
+    found = schedule_best(instance, range(len(instance.ops)),
+                          weighted_ladders(instance, options.timing, aware), options.timing,
+                          reorder=False, aware=aware)
     assert found is not None  # the identity order never forces a pending preload
-    decisions, _timed, weight = found
-    counts = decisions.preload_counts
-    return make_plan(instance, decisions.choice, decisions.program, method="elk-dyn",
+    counts = preload_counts(found.program)
+    return make_plan(instance, found.choice, found.program, method="elk-dyn",
                      started=started, timing=options.timing, lower_bound_ns=ideal_bound(instance),
-                     params={"load_weight": weight, "max_preload_count": max(counts, default=0),
+                     params={**dict(options.params), "load_weight": found.load_weight,
+                             "loads_held_back": found.held_back,
+                             "max_preload_count": max(counts, default=0),
                              "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3)})

@@ -19,10 +19,9 @@ import time
 
 from elk_opt.bounds import ideal_bound
 from elk_opt.errors import UsageError
-from elk_opt.evaluate import Schedule
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
-from heuristics.inductive import Decisions, schedule_best, weighted_ladders
+from heuristics.inductive import Scheduled, preload_counts, schedule_best, weighted_ladders
 from heuristics.orders import Template, find_template, full_order, layer_orders
 
 DEFAULTS = {"max_shift": 2, "screen_layers": 4, "finalists": 4, "max_orders": 1000}
@@ -62,10 +61,10 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     knobs = _knobs(options)
     n = len(instance.ops)
-    sets = weighted_ladders(instance)
-    found = schedule_best(instance, tuple(range(n)), sets, options.timing)
+    sets = weighted_ladders(instance, options.timing)
+    found = schedule_best(instance, tuple(range(n)), sets, options.timing, reorder=True)
     assert found is not None  # the identity order never forces a pending preload
-    best: tuple[Decisions, Schedule, float] = found
+    best: Scheduled = found
     best_layer: tuple[int, ...] | None = None
     of_op, classes = sets[0][1]
     template = find_template(instance, of_op)
@@ -76,28 +75,30 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             layer_orders(template, layer_ladders, instance.chip.sram_bytes, knobs["max_shift"]),
             1, knobs["max_orders"] + 1))
         sub, sub_template = _slice(instance, template, knobs["screen_layers"])
-        sub_sets = weighted_ladders(sub)
+        # screening: the identity's load weight only, one sweep of held-back loads
+        sub_sets = [(w, lad) for w, lad in weighted_ladders(sub, options.timing)
+                    if w == found.load_weight]
         scored: list[tuple[int, int, tuple[int, ...]]] = []
         for k, layer in enumerate(candidates):
             if options.time_limit_s is not None and \
                     time.perf_counter() - started > options.time_limit_s:
                 break
             got = schedule_best(sub, full_order(len(sub.ops), sub_template, layer), sub_sets,
-                                options.timing)
+                                options.timing, reorder=True, sweeps=1)
             screened += 1
             if got is not None:
-                scored.append((got[1].makespan_ns, k, layer))
+                scored.append((got.makespan_ns, k, layer))
         for _m, _k, layer in sorted(scored)[:knobs["finalists"]]:
-            got = schedule_best(instance, full_order(n, template, layer), sets, options.timing)
+            got = schedule_best(instance, full_order(n, template, layer), sets, options.timing,
+                                reorder=True)
             tried += 1
-            if got is not None and got[1].makespan_ns < best[1].makespan_ns:
+            if got is not None and got.makespan_ns < best.makespan_ns:
                 best, best_layer = got, layer
-    decisions, _timed, weight = best
-    counts = decisions.preload_counts
-    return make_plan(instance, decisions.choice, decisions.program, method="elk-full",
+    counts = preload_counts(best.program)
+    return make_plan(instance, best.choice, best.program, method="elk-full",
                      started=started, timing=options.timing, lower_bound_ns=ideal_bound(instance),
                      params={**knobs, "orders_screened": screened, "orders_scheduled": tried + 1,
                              "layer_preload_order": list(best_layer or ()) or "identity",
-                             "load_weight": weight,
+                             "load_weight": best.load_weight, "loads_held_back": best.held_back,
                              "max_preload_count": max(counts, default=0),
                              "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3)})

@@ -7,11 +7,12 @@ while op i executes are those of `order[:t[i]]` after i, so its preload count is
 
 The scheduler goes backward from the last op. For op i it tries every feasible t[i] (every
 preload count k, bounded only by SRAM and by t[i+1]) and, for each, runs the cost-aware memory
-allocation of the paper: op i's execute plan and the pending ops' preload plans start at their
-fastest rungs and, while they overflow SRAM, the op whose next smaller rung frees the most bytes
-per nanosecond added (Delta = space saved / time added) steps down. Pending ops never step back
-up: their plans were already fitted beside later executes, so shrinking keeps every later R5
-check true, and the final program satisfies R5 at every execute by construction.
+allocation of the paper: op i's execute plan (charged what R5 charges it, heuristics.ladders)
+and the pending ops' preload plans start at their fastest rungs and, while they overflow SRAM,
+the op whose next smaller rung frees the most bytes per nanosecond added (Delta = space saved /
+time added) steps down. Pending ops never step back up: their plans were already fitted beside
+later executes, so shrinking keeps every later R5 check true, and the final program satisfies
+R5 at every execute by construction.
 
 "Time from op i to the end" is measured exactly on the already scheduled suffix, which the
 section-5 recurrence makes a max-plus linear function of the state at the cut before E<i>:
@@ -23,6 +24,17 @@ schedule so far instead (its loads keep their start times), while that improves 
 Only that score is approximate; the result is evaluated with the real semantics. The ladders'
 price of load time against execute time is a knob (heuristics.ladders); `schedule_best` tries
 each of LOAD_WEIGHTS and keeps the best, since decode steps may be HBM- or compute-bound.
+
+Under shared-noc (section 5b) the suffix is no longer max-plus, and the scheduler sees the
+port three ways. The ladders price each rung's port use against the model's average partner
+(heuristics.climate), so Delta counts what a replicated layout costs the port. In the
+re-scoring rounds, where the reference gives the loads in flight at the cut their real start
+times, the execute at the cut and the loads queued beside it share the port as section 5b
+shares it (_Beside), so a candidate that issues a load onto a NoC-heavy execute pays for both
+slowing down, and a smaller t[i] (the load issued after E<i>) can win; the suffix beyond stays
+the max-plus estimate. (The first pass does not: from an idle HBM every pending load would
+seem to run beside E<i>.) Last, `schedule_best` holds back loads where contention costs more
+than waiting (heuristics.delays), timed exactly.
 
 Departures from the paper, each because our semantics or our measurements asked for it: the
 cost-to-go is the exact max-plus suffix, not the paper's per-op time sum; ties between preload
@@ -39,7 +51,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from elk_opt.evaluate import Schedule, evaluate
+from elk_opt.noc import shares
 from elk_opt.problem import Choice, Instance, Instr, Timing, program_from_issue
+from heuristics.climate import Climate
+from heuristics.delays import SWEEPS, delay_loads, held_back
 from heuristics.ladders import Ladder, OpLadders, op_classes
 
 NEG = -(1 << 62)
@@ -52,10 +67,6 @@ class Decisions:
     choice: tuple[Choice, ...]
     program: tuple[Instr, ...]
     issued: tuple[int, ...]  # t[i]: preloads issued before E<i>
-
-    @property
-    def preload_counts(self) -> tuple[int, ...]:
-        return tuple(t - i - 1 for i, t in enumerate(self.issued))
 
 
 @dataclass(frozen=True)
@@ -70,6 +81,51 @@ class Reference:
     @classmethod
     def of(cls, decisions: Decisions, schedule: Schedule) -> Reference:
         return cls(decisions.issued, schedule.load_start, schedule.load_end, schedule.exec_end)
+
+
+class _Beside:
+    """The execute at the cut and the loads queued beside it, shared as section 5b shares.
+
+    Loads are fed in queue order (each starts after the one before it ended); the execute
+    starts at `start`. With demand 0 on either side nothing is shared (section 5).
+    """
+
+    __slots__ = ("tau", "left", "demand", "done")
+
+    def __init__(self, start: int, run: int, demand: int):
+        self.tau = start  # time up to which the execute's progress is known
+        self.left = run * demand  # its work left at tau, permille-ns
+        self.demand = demand
+        self.done = -1 if demand else start + run  # its end, once known
+
+    def load(self, start: int, duration: int, demand: int) -> int:
+        """End of a load of `duration` alone that starts at `start`."""
+        if self.done >= 0 or not demand or start + duration <= self.tau:
+            return start + duration
+        left = duration * demand
+        t = self.tau
+        if start < t:
+            left -= demand * (t - start)
+        else:
+            alone = t - (-self.left // self.demand)
+            if alone <= start:  # the execute ends before the load starts
+                self.done = alone
+                return start + duration
+            self.left -= self.demand * (start - t)
+            t = start
+        share_l, share_e = shares(demand, self.demand)
+        l_at = t - (-left // share_l)
+        e_at = t - (-self.left // share_e)
+        if e_at <= l_at:
+            self.done = e_at
+            left -= share_l * (e_at - t)
+            return e_at - (-left // demand) if left > 0 else e_at
+        self.left -= share_e * (l_at - t)
+        self.tau = l_at
+        return l_at
+
+    def end(self) -> int:
+        return self.done if self.done >= 0 else self.tau - (-self.left // self.demand)
 
 
 def _allocate(sram: int, execute: Ladder, pend: list[int], q_lad: list[Ladder | None],
@@ -112,11 +168,13 @@ def _allocate(sram: int, execute: Ladder, pend: list[int], q_lad: list[Ladder | 
 
 def schedule(instance: Instance, order: Sequence[int],
              ladders: tuple[list[int], list[OpLadders]],
-             ref: Reference | None = None) -> Decisions | None:
+             ref: Reference | None = None, port_score: bool = True) -> Decisions | None:
     """Inductive scheduling under preload order `order`; None if the order cannot fit SRAM.
 
     Without `ref` each candidate is scored from an idle HBM; with it, from the state the
-    reference schedule had at the same cut (loads it had issued keep their start times).
+    reference schedule had at the same cut (loads it had issued keep their start times), and
+    the execute at the cut shares the port with the loads queued beside it (rungs' demands,
+    all 0 under separate-noc).
     """
     ops = instance.ops
     n = len(ops)
@@ -167,26 +225,31 @@ def schedule(instance: Instance, order: Sequence[int],
             own_load = ref.load_end[i] - base
         issued_ref = ref.issued[i] if ref is not None else -1
         ref_start = ref.load_start if ref is not None else ()
+        # from an idle HBM every pending load would seem to collide: only against a reference
+        port = port_score and ref is not None
 
         best: tuple[int, int, int, list[int] | None] | None = None  # score, t, rung, rungs
         npend = 0
         # fast path: pending ops at their current rungs, queue scored incrementally
         fast_total, fast_clock, fast_max = execute.space[0], own_load, NEG
+        beside = _Beside(max(0, own_load), execute.run[0], execute.demand[0] if port else 0)
         for cand in range(lo, t_next + 1):
             while npend < len(window) and window[npend][0] < cand:
                 j = window[npend][1]
                 lad = q_lad[j]
                 assert lad is not None
                 load = lad.load[q_idx[j]]
-                end = max(ref_start[j] - base if pos[j] < issued_ref else 0, fast_clock) + load
+                start = max(ref_start[j] - base if pos[j] < issued_ref else 0, fast_clock)
                 if load > 0:
-                    fast_clock = end
+                    end = fast_clock = beside.load(start, load,
+                                                   lad.demand[q_idx[j]] if port else 0)
+                else:
+                    end = start
                 fast_max = max(fast_max, end + g[j])
                 fast_total += lad.space[q_idx[j]]
                 npend += 1
             if fast_total <= sram:
-                score = max(max(0, own_load) + axs[cand - lo] + execute.run[0], fast_max,
-                            fast_clock + ahs[cand - lo])
+                score = max(beside.end() + axs[cand - lo], fast_max, fast_clock + ahs[cand - lo])
                 if best is None or score <= best[0]:
                     best = (score, cand, 0, None)
                 continue
@@ -196,18 +259,19 @@ def schedule(instance: Instance, order: Sequence[int],
                 break
             e, rungs = alloc
             clock = own_load  # the HBM queue, relative to the end of E<i-1>
-            score = max(0, own_load) + axs[cand - lo] + execute.run[e]
+            there = _Beside(max(0, own_load), execute.run[e], execute.demand[e] if port else 0)
+            score = NEG
             penalty = 0
             for j, r in zip(pend, rungs, strict=True):
                 lad = q_lad[j]
                 assert lad is not None
                 load = lad.load[r]
-                end = max(ref_start[j] - base if pos[j] < issued_ref else 0, clock) + load
-                if load > 0:
-                    clock = end
+                start = max(ref_start[j] - base if pos[j] < issued_ref else 0, clock)
+                end = clock = there.load(start, load, lad.demand[r] if port else 0) \
+                    if load > 0 else start
                 score = max(score, end + g[j])
                 penalty += lad.warm[r] - lad.warm[q_idx[j]]
-            score = max(score, clock + ahs[cand - lo]) + penalty
+            score = max(score, there.end() + axs[cand - lo], clock + ahs[cand - lo]) + penalty
             if best is None or score <= best[0]:
                 best = (score, cand, e, rungs)
         if best is None:
@@ -218,7 +282,7 @@ def schedule(instance: Instance, order: Sequence[int],
         if rungs is not None:
             for (_p, j), r in zip(window, rungs, strict=False):
                 q_idx[j] = r
-        q_lad[i] = classes[of_op[i]].preload[execute.ids[exec_rung[i]]]
+        q_lad[i] = execute.preloads[exec_rung[i]]
         q_idx[i] = 0
         ax = axs[t[i] - lo] + execute.run[exec_rung[i]]
         ah = ahs[t[i] - lo]
@@ -243,14 +307,15 @@ def schedule(instance: Instance, order: Sequence[int],
 
 def schedule_refined(instance: Instance, order: Sequence[int],
                      ladders: tuple[list[int], list[OpLadders]], timing: Timing,
-                     rounds: int = ROUNDS) -> tuple[Decisions, Schedule] | None:
+                     rounds: int = ROUNDS, port_score: bool = True
+                     ) -> tuple[Decisions, Schedule] | None:
     """Schedule, then reschedule against the best timing so far while the makespan improves."""
     first = schedule(instance, order, ladders)
     if first is None:
         return None
     best = (first, evaluate(instance, first.choice, first.program, timing=timing))
     for _ in range(rounds):
-        again = schedule(instance, order, ladders, Reference.of(*best))
+        again = schedule(instance, order, ladders, Reference.of(*best), port_score)
         if again is None:
             break
         timed = evaluate(instance, again.choice, again.program, timing=timing)
@@ -263,17 +328,66 @@ def schedule_refined(instance: Instance, order: Sequence[int],
 Ladders = tuple[list[int], list[OpLadders]]
 
 
-def weighted_ladders(instance: Instance) -> list[tuple[float, Ladders]]:
-    return [(w, op_classes(instance, w)) for w in LOAD_WEIGHTS]
+@dataclass(frozen=True)
+class PortAware:
+    """The port-aware parts used under shared-noc: all by default (off: for ablations)."""
+
+    prices: bool = True  # ladders priced by the port climate
+    score: bool = True  # the execute at the cut shares the port with its loads when scored
+    hold: bool = True  # loads held back where contention costs more than waiting
+
+
+def weighted_ladders(instance: Instance, timing: Timing, aware: PortAware = PortAware()
+                     ) -> list[tuple[float, Ladders]]:
+    """Ladders under every load weight; with port demands (and priced) under shared-noc."""
+    shared = timing == "shared-noc"
+    climate = Climate.of(instance) if shared and aware.prices else None
+    return [(w, op_classes(instance, w, climate, shared)) for w in LOAD_WEIGHTS]
+
+
+@dataclass(frozen=True)
+class Scheduled:
+    """A finished schedule: decisions, their makespan under the timing, and how they were made."""
+
+    choice: tuple[Choice, ...]
+    program: tuple[Instr, ...]
+    makespan_ns: int
+    load_weight: float
+    held_back: int  # loads the port-aware pass issued later than the inductive schedule did
 
 
 def schedule_best(instance: Instance, order: Sequence[int],
-                  ladder_sets: list[tuple[float, Ladders]], timing: Timing
-                  ) -> tuple[Decisions, Schedule, float] | None:
-    """The refined schedule under every load weight; the best makespan (first on ties)."""
+                  ladder_sets: list[tuple[float, Ladders]], timing: Timing, reorder: bool,
+                  sweeps: int = SWEEPS, aware: PortAware = PortAware()) -> Scheduled | None:
+    """The refined schedule under every load weight, its loads held back where contention
+    costs more than waiting (heuristics.delays, at most `sweeps` sweeps: the preload order
+    kept, then, with `reorder`, loads also let others pass); the best makespan (first on
+    ties)."""
     best = None
     for weight, ladders in ladder_sets:
-        got = schedule_refined(instance, order, ladders, timing)
-        if got is not None and (best is None or got[1].makespan_ns < best[1].makespan_ns):
-            best = (*got, weight)
+        got = schedule_refined(instance, order, ladders, timing, port_score=aware.score)
+        if got is None:
+            continue
+        decisions = got[0]
+        delayed = delay_loads(instance, decisions.choice, decisions.program, timing, False,
+                              sweeps if aware.hold else 0)
+        if reorder:
+            delayed = delay_loads(instance, decisions.choice, delayed.program, timing, True,
+                                  sweeps if aware.hold else 0)
+        if best is None or delayed.makespan_ns < best.makespan_ns:
+            best = Scheduled(decisions.choice, delayed.program, delayed.makespan_ns, weight,
+                             held_back(decisions.program, delayed.program))
     return best
+
+
+def preload_counts(program: Sequence[Instr]) -> list[int]:
+    """Per execute in program order: the preloads issued before it whose execute follows."""
+    pending = 0
+    counts = []
+    for kind, _j in program:
+        if kind == "P":
+            pending += 1
+        else:
+            pending -= 1
+            counts.append(pending)
+    return counts

@@ -45,7 +45,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     for c in classes:
         e = next((r for r, s in enumerate(c.execute.space) if s <= sram),
                  len(c.execute.space) - 1)
-        lad = c.preload[c.execute.ids[e]]
+        lad = c.execute.preloads[e]
         picks.append((Choice(exec=c.execute.ids[e], preload=lad.ids[0]),
                       c.execute.space[e], lad.space[0]))
     choice = [picks[k][0] for k in of_op]

@@ -66,7 +66,7 @@ def layer_orders(template: Template, ladder_of: list[OpLadders], sram: int,
     `ladder_of[k]` is the ladders of the op at offset k.
     """
     least_exec = [lad.execute.space[-1] for lad in ladder_of]
-    least_pre = [min(lad.space[-1] for lad in c.preload.values()) for c in ladder_of]
+    least_pre = [c.least_preload for c in ladder_of]
     groups = template.groups
     g = len(groups)
 

@@ -1,11 +1,12 @@
 """The paper's Static baseline (T10 extended): one execute-space budget for the whole model.
 
-For a budget X every op executes with its fastest plan that needs at most X bytes, and the
+For a budget X every op executes with its fastest plan that needs at most X bytes (what rule
+R5 charges it at its execute: its execute layout, or its preload layout if larger), and the
 remaining SRAM - X bytes are a fixed preload region: each op takes its cheapest preload plan
 that fits the region, and preloads are issued in execution order as far ahead as the region
 holds them. X sweeps every distinct value at which some op's execute or preload choice changes
 (execute-plan sizes, and SRAM minus preload-plan sizes), not a fixed step; the best makespan
-under the section-5 semantics wins (ties: the smaller budget).
+under the timing asked for wins (ties: the smaller budget).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ def _first_within(lad: Ladder, room: int) -> int | None:
 def _budgets(classes: list[OpLadders], sram: int) -> list[int]:
     least = max(c.execute.space[-1] for c in classes)
     values = {s for c in classes for s in c.execute.space}
-    values |= {sram - s for c in classes for lad in c.preload.values() for s in lad.space}
+    values |= {sram - s for c in classes for lad in c.execute.preloads for s in lad.space}
     return sorted(x for x in values | {least} if least <= x <= sram)
 
 
@@ -42,7 +43,7 @@ def plan_for_budget(instance: Instance, budget: int, ladders: tuple[list[int], l
         if e is None:
             e = len(c.execute.space) - 1
         pid = c.execute.ids[e]
-        lad = c.preload[pid]
+        lad = c.execute.preloads[e]
         q = _first_within(lad, region)
         fits = q is not None
         q = q if q is not None else len(lad.space) - 1
