@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.cheap_bound import best_cheap_bound
 from elk_opt.problem import Choice, Instance, Instr, Op, Plan, PreloadPlan
 from elk_opt.solution import SolveOptions, make_plan
 
@@ -64,4 +64,5 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     choice = [Choice(exec=e, preload=q.id) for e, q in zip(execs, preloads, strict=True)]
     return make_plan(instance, choice, program, method="basic", started=started,
                      timing=options.timing,
-                     lower_bound_ns=ideal_bound(instance), params={"preloaded_early": early})
+                     lower_bound_ns=best_cheap_bound(instance, options.timing),
+                     params={"preloaded_early": early})

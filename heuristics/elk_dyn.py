@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.cheap_bound import best_cheap_bound
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
@@ -37,7 +37,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     assert found is not None  # the identity order never forces a pending preload
     counts = preload_counts(found.program)
     return make_plan(instance, found.choice, found.program, method="elk-dyn",
-                     started=started, timing=options.timing, lower_bound_ns=ideal_bound(instance),
+                     started=started, timing=options.timing,
+                     lower_bound_ns=best_cheap_bound(instance, options.timing),
                      params={**dict(options.params), "load_weight": found.load_weight,
                              "loads_held_back": found.held_back,
                              "max_preload_count": max(counts, default=0),

@@ -17,9 +17,10 @@ import dataclasses
 import itertools
 import time
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.cheap_bound import best_cheap_bound
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
+from elk_opt.progress import track
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics.inductive import Scheduled, preload_counts, schedule_best, weighted_ladders
 from heuristics.orders import Template, find_template, full_order, layer_orders
@@ -79,7 +80,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         sub_sets = [(w, lad) for w, lad in weighted_ladders(sub, options.timing)
                     if w == found.load_weight]
         scored: list[tuple[int, int, tuple[int, ...]]] = []
-        for k, layer in enumerate(candidates):
+        for k, layer in enumerate(track(candidates, "elk-full: orders screened", unit="order",
+                                        enabled=options.progress)):
             if options.time_limit_s is not None and \
                     time.perf_counter() - started > options.time_limit_s:
                 break
@@ -96,7 +98,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 best, best_layer = got, layer
     counts = preload_counts(best.program)
     return make_plan(instance, best.choice, best.program, method="elk-full",
-                     started=started, timing=options.timing, lower_bound_ns=ideal_bound(instance),
+                     started=started, timing=options.timing,
+                     lower_bound_ns=best_cheap_bound(instance, options.timing),
                      params={**knobs, "orders_screened": screened, "orders_scheduled": tried + 1,
                              "layer_preload_order": list(best_layer or ()) or "identity",
                              "load_weight": best.load_weight, "loads_held_back": best.held_back,

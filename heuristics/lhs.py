@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.cheap_bound import best_cheap_bound
 from elk_opt.problem import Choice, Instance, Instr, Plan, program_from_issue
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics.ladders import op_classes
@@ -61,5 +61,5 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     program: tuple[Instr, ...] = program_from_issue(range(n), issued_before, range(n))
     return make_plan(instance, choice, program, method="lhs", started=started,
                      timing=options.timing,
-                     lower_bound_ns=ideal_bound(instance),
+                     lower_bound_ns=best_cheap_bound(instance, options.timing),
                      params={"memory_limit_bytes": limit, "reruns": reruns})

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.cheap_bound import best_cheap_bound
 from elk_opt.evaluate import evaluate
 from elk_opt.problem import Choice, Instance, Instr, Plan, program_from_issue
 from elk_opt.solution import SolveOptions, make_plan
@@ -79,5 +79,5 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     _m, x, choice, program = best
     return make_plan(instance, choice, program, method="static", started=started,
                      timing=options.timing,
-                     lower_bound_ns=ideal_bound(instance),
+                     lower_bound_ns=best_cheap_bound(instance, options.timing),
                      params={"exec_budget_bytes": x, "budgets_tried": len(budgets)})
