@@ -1,10 +1,13 @@
-"""The CP-SAT model (OR-Tools) of DESIGN.md sections 4-5, and the `cpsat` method.
+"""The CP-SAT model (OR-Tools) of DESIGN.md sections 4-5 and 5b, and the `cpsat` method.
 
 Per op: one Boolean per undominated compatible pair (exactly one true); issue literals
 `issued[j, i]` = "P<j> comes before E<i>" for i < j, monotone in i (their prefix form is the
 slot); an optional HBM interval for the load (absent when the chosen pair loads nothing), all
 loads in one no-overlap so the preload order is free; executes chained in the instance's order.
 Rule R5 is one linear row per execute over the pending-space variables of the later ops.
+Under section 5b (`timing="shared-noc"`) lengths are variables no shorter than the durations,
+and `cpsat_port` charges overlapping loads and executes their port losses exactly; the plan
+then carries the model's start times as release times (only those that bind).
 """
 
 from __future__ import annotations
@@ -12,26 +15,34 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 
 from ortools.sat.python import cp_model
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
-from elk_opt.problem import Choice, Instance, Plan
+from elk_opt.problem import Choice, Instance, Plan, Timing
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
+    ModelTimes,
     Pair,
     Restrictions,
+    Warm,
+    ceil_integer,
     claimed_bound,
-    decode_program,
+    decode,
     fallback,
     feasible_pairs,
+    hint_index,
     horizon,
     remaining,
+    replay_shared,
+    start_releases,
     warm_decisions,
 )
+from formulations.contention import candidates, stretch_limit
+from formulations.cpsat_port import PortVars, Span, add_port, hint_port
 
 
 @dataclass
@@ -48,24 +59,44 @@ class CpsatModel:
     makespan: cp_model.IntVar
     aux: dict[str, dict] = field(default_factory=dict)  # load size/end/presence, pending space
     hinted: bool = field(default=False)
+    timing: Timing = "separate-noc"
+    exec_len: dict[int, cp_model.IntVar] = field(default_factory=dict)  # 5b: stretched ones
+    port: PortVars | None = None  # 5b: the port layer
 
 
 def build(instance: Instance, restrict: Restrictions,
           fixed: Mapping[int, tuple[int, int]] | None = None,
           pairs: list[list[Pair]] | None = None, free_first: bool = False,
-          chain: Sequence[int] = ()) -> CpsatModel:
+          chain: Sequence[int] = (), timing: Timing = "separate-noc",
+          upper: int | None = None, lower: int | None = None) -> CpsatModel:
     """Build the model; `fixed[j] = (pair index, slot)` pins op j's decisions and `chain`
     lists ops whose loads keep that order on the HBM (both used by polish).
 
     `free_first` relaxes it for the window bound: loads issued before the first execute
-    take no time (they happened before the window began).
+    take no time (they happened before the window began). `timing` is the semantics
+    modelled; `upper` and `lower` bound the makespan (a known plan's makespan and a known
+    lower bound: every optimal schedule stays feasible).
     """
-    pairs = pairs if pairs is not None else feasible_pairs(instance)
+    shared = timing == "shared-noc"
+    if shared and free_first:
+        raise ValueError("free_first is a section-5 relaxation")
+    pairs = pairs if pairs is not None else feasible_pairs(instance, timing)
     fixed = fixed or {}
     n = len(pairs)
     sram = instance.chip.sram_bytes
-    big = horizon(pairs)
+    big = horizon(pairs) if not shared else 1 + sum(
+        max(stretch_limit(a.load_ns, a.load_d) for a in ps)
+        + max(stretch_limit(a.run_ns, a.run_d) for a in ps) for ps in pairs)
+    if upper is not None:
+        big = min(big, upper)  # every time of a schedule ends by its makespan
     m = cp_model.CpModel()
+
+    def lowest(j: int) -> int:
+        return fixed[j][1] if j in fixed else restrict.slot_low(j)
+
+    found = candidates(pairs, lowest) if shared else []
+    stretch_load = {c.load for c in found if c.load_loses}
+    stretch_exec = {c.exec for c in found if c.exec_loses}
 
     pick: list[list[cp_model.IntVar]] = []
     for j, ps in enumerate(pairs):
@@ -80,8 +111,15 @@ def build(instance: Instance, restrict: Restrictions,
 
     exec_start = [m.new_int_var(0, big, f"es{i}") for i in range(n)]
     exec_end = [m.new_int_var(0, big, f"ee{i}") for i in range(n)]
+    exec_len: dict[int, cp_model.IntVar] = {}
     for i in range(n):
-        m.add(exec_end[i] == exec_start[i] + total(i, "run_ns"))
+        if i in stretch_exec:
+            length = exec_len[i] = m.new_int_var_from_domain(
+                _lengths(pairs[i], "run_ns", "run_d"), f"el{i}")
+            m.add(length >= total(i, "run_ns"))
+            m.add(exec_end[i] == exec_start[i] + length)
+        else:
+            m.add(exec_end[i] == exec_start[i] + total(i, "run_ns"))
         if i:
             m.add(exec_start[i] >= exec_end[i - 1])
 
@@ -111,9 +149,14 @@ def build(instance: Instance, restrict: Restrictions,
         load_start[j] = start
         if free_first and low == 0 and j == 0:
             continue  # loaded before the window: takes no time inside it
-        size = load_len[j] = m.new_int_var_from_domain(
-            cp_model.Domain.from_values(sorted({a.load_ns for a in pairs[j]})), f"ln{j}")
-        m.add(size == total(j, "load_ns"))
+        if j in stretch_load:
+            size = load_len[j] = m.new_int_var_from_domain(
+                _lengths(pairs[j], "load_ns", "load_d"), f"ln{j}")
+            m.add(size >= total(j, "load_ns"))
+        else:
+            size = load_len[j] = m.new_int_var_from_domain(
+                cp_model.Domain.from_values(sorted({a.load_ns for a in pairs[j]})), f"ln{j}")
+            m.add(size == total(j, "load_ns"))
         end = load_end[j] = m.new_int_var(0, big, f"le{j}")
         m.add(end == start + size)
         loading = [b for a, b in zip(pairs[j], pick[j], strict=True) if a.load_ns > 0]
@@ -146,7 +189,7 @@ def build(instance: Instance, restrict: Restrictions,
             m.add(space >= total(j, "load_space")).only_enforce_if(lit)
             pending[i].append(space)
     for i in range(n):
-        m.add(total(i, "run_space") + sum(pending[i]) <= sram)
+        m.add(total(i, "held_space") + sum(pending[i]) <= sram)
     if restrict.max_pending is not None:
         for i in range(n):
             lits = [lit for (_j, k), lit in issued.items() if k == i]
@@ -165,18 +208,40 @@ def build(instance: Instance, restrict: Restrictions,
             m.add(load_end[a] <= load_start[b]).only_enforce_if(both)
     for a, b in zip(chain, chain[1:], strict=False):
         m.add(load_end[a] <= load_start[b])
+    port = None
+    if shared:
+        spans = {j: Span(load_start[j], load_end[j], load_len[j],
+                         max(stretch_limit(a.load_ns, a.load_d) for a in pairs[j]))
+                 for j in loads}
+        runs = [Span(exec_start[i], exec_end[i], exec_len.get(i, exec_end[i] - exec_start[i]),
+                     max(stretch_limit(a.run_ns, a.run_d) for a in pairs[i])) for i in range(n)]
+        port = add_port(m, pairs, pick, spans, runs, issued, found, lowest, big)
     makespan = exec_end[-1]
+    if lower is not None:
+        m.add(makespan >= lower)
     m.minimize(makespan)
     aux = {"end": load_end, "len": load_len, "on": load_on, "pend": pend}
-    return CpsatModel(m, pairs, pick, issued, load_start, exec_start, exec_end, makespan, aux)
+    return CpsatModel(m, pairs, pick, issued, load_start, exec_start, exec_end, makespan, aux,
+                      timing=timing, exec_len=exec_len, port=port)
+
+
+def _lengths(ps: Sequence[Pair], attr: str, demand: str) -> cp_model.Domain:
+    """The lengths an instruction of these pairs can take under 5b: [duration, stretch]."""
+    spans = sorted({(getattr(a, attr), stretch_limit(getattr(a, attr), getattr(a, demand)))
+                    for a in ps})
+    return cp_model.Domain.from_intervals([list(x) for x in spans])
 
 
 def add_hint(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
     """Hint the solver with a plan's decisions (when it executes in the instance's order)."""
-    warm = warm_decisions(instance, plan)
+    warm = warm_decisions(instance, plan, cm.timing)
     if warm is None:
         return
-    choice, slot, load_start = warm
+    if cm.timing == "shared-noc":
+        assert plan is not None
+        _hint_shared(cm, instance, plan, warm)
+        return
+    choice, slot, load_start = warm.choice, warm.slot, warm.schedule.load_start
     hint = cm.model.add_hint
     picked = []
     for j, (c, ps) in enumerate(zip(choice, cm.pairs, strict=True)):
@@ -206,19 +271,43 @@ def add_hint(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
     cm.hinted = True
 
 
-def hint_index(instance: Instance, j: int, c: Choice, ps: Sequence[Pair]) -> int:
-    """Index of the plan's pair among the kept ones, or of one that dominates it."""
-    op = instance.ops[j]
-    for k, a in enumerate(ps):
-        if (a.preload, a.exec) == (c.preload, c.exec):
-            return k
-    q, p = op.preload_by_id[c.preload], op.exec_by_id[c.exec]
-    run = p.time_ns + op.warmup_ns[(c.preload, c.exec)]
-    for k, a in enumerate(ps):
-        if (a.load_ns <= q.load_ns and a.load_space <= q.space_bytes and a.run_ns <= run
-                and a.run_space <= p.space_bytes):
-            return k
-    return 0
+def _hint_shared(cm: CpsatModel, instance: Instance, plan: Plan, warm: Warm) -> None:
+    """Hint every variable with the plan's 5b schedule.
+
+    Where a kept pair dominates the plan's own, the plan is re-timed with the kept pairs and
+    every instruction released at its start in the plan: starts stay, ends come no later
+    (the dominance argument of `pairs_of`), so the hint is a true schedule no worse.
+    """
+    hint = cm.model.add_hint
+    picked = [ps[hint_index(instance, j, c, ps, "shared-noc")]
+              for j, (c, ps) in enumerate(zip(warm.choice, cm.pairs, strict=True))]
+    kept = [Choice(exec=a.exec, preload=a.preload) for a in picked]
+    schedule = warm.schedule
+    if kept != warm.choice:
+        own = [instance.ops[j].preload_by_id[c.preload].load_ns
+               for j, c in enumerate(warm.choice)]
+        schedule = evaluate(instance, kept, plan.program,
+                            start_releases(plan.program, own, warm.schedule), timing="shared-noc")
+    for j, a in enumerate(picked):
+        for b, pair in zip(cm.pick[j], cm.pairs[j], strict=True):
+            hint(b, pair is a)
+        hint(cm.exec_start[j], schedule.exec_start[j])
+        hint(cm.exec_end[j], schedule.exec_end[j])
+        if j in cm.exec_len:
+            hint(cm.exec_len[j], schedule.exec_end[j] - schedule.exec_start[j])
+        if j in cm.aux["len"]:
+            hint(cm.load_start[j], schedule.load_start[j])
+            hint(cm.aux["len"][j], schedule.load_end[j] - schedule.load_start[j])
+            hint(cm.aux["end"][j], schedule.load_end[j])
+        if j in cm.aux["on"]:
+            hint(cm.aux["on"][j], a.load_ns > 0)
+    for (j, i), lit in cm.issued.items():
+        hint(lit, i >= warm.slot[j])
+    for (j, i), v in cm.aux["pend"].items():
+        hint(v, picked[j].load_space if i >= warm.slot[j] else 0)
+    if cm.port is not None:
+        hint_port(hint, cm.port, picked, schedule)
+    cm.hinted = True
 
 
 def solver_for(options: SolveOptions, time_limit_s: float | None) -> cp_model.CpSolver:
@@ -237,23 +326,26 @@ def solver_for(options: SolveOptions, time_limit_s: float | None) -> cp_model.Cp
     return solver
 
 
-def read_choice(cm: CpsatModel, solver: cp_model.CpSolver) -> tuple[list[Choice], list[int],
-                                                                     list[int], list[int]]:
-    """Chosen pairs, load starts, load times and execute ends of the solver's solution."""
-    choice, starts, lens = [], [], []
+def read_times(cm: CpsatModel, solver: cp_model.CpSolver) -> ModelTimes:
+    """Chosen pairs and the start and end of every load and execute in the solution."""
+    choice, starts, ends = [], [], []
     for j, ps in enumerate(cm.pairs):
         a = next(a for a, b in zip(ps, cm.pick[j], strict=True) if solver.boolean_value(b))
         choice.append(Choice(exec=a.exec, preload=a.preload))
-        lens.append(a.load_ns)
         ls = cm.load_start[j]
-        starts.append(ls if isinstance(ls, int) else solver.value(ls))
-    ends = [solver.value(e) for e in cm.exec_end]
-    return choice, starts, lens, ends
+        start = ls if isinstance(ls, int) else solver.value(ls)
+        starts.append(start)
+        end = cm.aux["end"].get(j)
+        ends.append(solver.value(end) if end is not None else start + a.load_ns)
+    return ModelTimes(choice, starts, ends, [solver.value(e) for e in cm.exec_start],
+                      [solver.value(e) for e in cm.exec_end])
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     restrict = Restrictions.from_params(options.params)
+    if options.timing == "shared-noc":
+        return _solve_shared(instance, options, restrict, started)
     cm = build(instance, restrict)
     add_hint(cm, instance, options.warm_plan)
     solver = solver_for(options, remaining(options.time_limit_s, started))
@@ -263,22 +355,121 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if options.warm_start and cm.hinted:
         params["warm_start"] = options.warm_start
     if status == cp_model.INFEASIBLE:
-        raise UsageError(f"instance {instance.name!r} is infeasible"
-                         + (f" under {restrict.claims()}" if restrict != Restrictions() else ""))
+        raise _infeasible(instance, restrict)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         bound = solver.best_objective_bound if status == cp_model.UNKNOWN else None
         plan = fallback(instance, options.warm_plan, "cpsat", started, bound, params,
                         options.timing)
         if plan is not None:
             return plan
-        raise UsageError(f"cpsat found no plan within {options.time_limit_s} s "
-                         "(try a longer --time-limit or --warm-start)")
-    choice, starts, lens, ends = read_choice(cm, solver)
-    program = decode_program(starts, lens, ends)
+        raise _nothing_found(options)
+    times = read_times(cm, solver)
+    program = decode(instance, times)
     objective = round(solver.objective_value)
-    plan = make_plan(instance, choice, program, method="cpsat", started=started,
+    plan = make_plan(instance, times.choice, program, method="cpsat", started=started,
                      timing=options.timing, params={**params, "model_timing": "separate-noc"})
     return finish(plan, objective, solver.best_objective_bound, started, "cpsat")
+
+
+def _infeasible(instance: Instance, restrict: Restrictions) -> UsageError:
+    return UsageError(f"instance {instance.name!r} is infeasible"
+                      + (f" under {restrict.claims()}" if restrict != Restrictions() else ""))
+
+
+def _nothing_found(options: SolveOptions) -> UsageError:
+    return UsageError(f"cpsat found no plan within {options.time_limit_s} s "
+                      "(try a longer --time-limit or --warm-start)")
+
+
+SECTION5_SHARE = 0.25  # of the time limit, for the section-5 bound and plan under 5b
+
+
+@dataclass(frozen=True)
+class Section5:
+    """The section-5 model's result: a lower bound for 5b, and its plan as a 5b candidate."""
+
+    bound: int | None
+    plan: Plan | None
+
+
+def _section5(instance: Instance, options: SolveOptions, restrict: Restrictions,
+              started: float) -> Section5:
+    """Solve the section-5 model first: it is small and fast, its bound holds under 5b
+    (sharing only slows) and its plan is a good 5b start."""
+    cm = build(instance, restrict)
+    add_hint(cm, instance, options.warm_plan)
+    left = remaining(options.time_limit_s, started)
+    solver = solver_for(replace(options, verbose=False),
+                        None if left is None else SECTION5_SHARE * left)
+    status = solver.solve(cm.model)
+    if status == cp_model.INFEASIBLE:
+        raise _infeasible(instance, restrict)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        bound = solver.best_objective_bound if status == cp_model.UNKNOWN else None
+        return Section5(None if bound is None else ceil_integer(bound), None)
+    times = read_times(cm, solver)
+    plan = make_plan(instance, times.choice, decode(instance, times), method="cpsat",
+                     started=started, timing="shared-noc")
+    return Section5(ceil_integer(solver.best_objective_bound), plan)
+
+
+def _timed_warm(instance: Instance, plan: Plan | None, started: float) -> Plan | None:
+    """The warm-start plan timed under 5b, if the model can take it and it fits SRAM."""
+    if plan is None or warm_decisions(instance, plan) is None:
+        return None
+    timed = make_plan(instance, plan.choice, plan.program, method="warm", started=started,
+                      timing="shared-noc", release_ns=plan.release_ns)
+    schedule = evaluate(instance, timed.choice, timed.program, timed.release_ns,
+                        timing="shared-noc")
+    return timed if schedule.peak_sram_bytes <= instance.chip.sram_bytes else None
+
+
+def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
+                  started: float) -> Plan:
+    """Solve the 5b model, hinted with the better of the warm start and the section-5 plan."""
+    five = _section5(instance, options, restrict, started)
+    starts = [p for p in (five.plan, _timed_warm(instance, options.warm_plan, started))
+              if p is not None]
+    best = min(starts, key=lambda p: p.claims.makespan_ns) if starts else None
+    # A plan bounds the optimum from above only if the restrictions admit it; the section-5
+    # model's plan always is admitted, a warm start only when nothing is restricted.
+    admitted = [p for p in starts if p is five.plan or restrict == Restrictions()]
+    upper = min((p.claims.makespan_ns for p in admitted), default=None)
+    cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=five.bound)
+    add_hint(cm, instance, best)
+    solver = solver_for(options, remaining(options.time_limit_s, started))
+    status = solver.solve(cm.model)
+    params = {**restrict.claims(), "solver": "cp-sat", "solver_status": solver.status_name(status),
+              "model_timing": "shared-noc", "section5_bound_ns": five.bound}
+    if options.warm_start and best is not None and best is not five.plan:
+        params["warm_start"] = options.warm_start
+    if status == cp_model.INFEASIBLE:
+        if upper is not None or five.bound is not None:
+            raise AssertionError("the 5b model is infeasible within a plan's makespan")
+        raise _infeasible(instance, restrict)
+    bounds = [b for b in (five.bound,) if b is not None]
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        if status == cp_model.UNKNOWN:
+            bounds.append(ceil_integer(solver.best_objective_bound))
+        plan = fallback(instance, best, "cpsat", started, max(bounds, default=None), params,
+                        "shared-noc", "warm start" if best is not five.plan else
+                        "the section-5 model's plan")
+        if plan is not None:
+            return plan
+        raise _nothing_found(options)
+    times = read_times(cm, solver)
+    program = decode(instance, times)
+    release, schedule = replay_shared(instance, program, times)
+    objective = round(solver.objective_value)
+    if schedule.makespan_ns > objective:
+        raise AssertionError(f"cpsat: 5b replay {schedule.makespan_ns} above objective "
+                             f"{objective}")
+    bounds.append(ceil_integer(solver.best_objective_bound))
+    lower = claimed_bound(instance, max(bounds), schedule.makespan_ns)
+    return make_plan(instance, times.choice, program, method="cpsat", started=started,
+                     timing="shared-noc", release_ns=release,
+                     status="optimal" if lower == schedule.makespan_ns else "feasible",
+                     lower_bound_ns=lower, params=params)
 
 
 def finish(plan: Plan, objective: int, bound: float, started: float, method: str) -> Plan:

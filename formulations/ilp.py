@@ -35,11 +35,11 @@ from formulations.common import (
     decode_program,
     fallback,
     feasible_pairs,
+    hint_index,
     horizon,
     remaining,
     warm_decisions,
 )
-from formulations.cpsat import hint_index
 
 SOLVERS = ("highs", "cbc")
 
@@ -136,7 +136,7 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False) -> Il
 
     pend: dict[tuple[int, int, int], pulp.LpVariable] = {}
     for i in range(n):
-        row = [total(i, "run_space")]
+        row = [total(i, "held_space")]
         count = []
         for j in loads:
             if j <= i or restrict.slot_low(j) > i:
@@ -167,7 +167,7 @@ def set_warm_values(im: IlpModel, instance: Instance, plan: Plan | None) -> bool
     warm = warm_decisions(instance, plan)
     if warm is None:
         return False
-    choice, slot, _ = warm
+    choice, slot = warm.choice, warm.slot
     picked = [hint_index(instance, j, c, ps) for j, (c, ps) in
               enumerate(zip(choice, im.pairs, strict=True))]
     # Time the plan with the model's pairs (a kept pair may dominate the plan's own).

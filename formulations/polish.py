@@ -27,11 +27,12 @@ from formulations.common import (
     Pair,
     Restrictions,
     claimed_bound,
-    decode_program,
+    decode,
     feasible_pairs,
+    hint_index,
     warm_decisions,
 )
-from formulations.cpsat import add_hint, build, hint_index, read_choice, solver_for
+from formulations.cpsat import add_hint, build, read_times, solver_for
 from formulations.ilp import lp_bound
 
 KNOBS = {"width": 24, "stride": 12, "window_time": 10.0, "certify": False}
@@ -49,7 +50,7 @@ def _incumbent(instance: Instance, pairs: list[list[Pair]], plan: Plan) -> Incum
     warm = warm_decisions(instance, plan)
     if warm is None:
         raise UsageError("polish needs a warm-start plan that executes in the instance's order")
-    choice, slot, starts = warm
+    choice, slot, starts = warm.choice, warm.slot, list(warm.schedule.load_start)
     pick = [hint_index(instance, j, c, ps) for j, (c, ps) in
             enumerate(zip(choice, pairs, strict=True))]
     return Incumbent(pick, slot, starts, plan)
@@ -131,8 +132,9 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 continue
             if round(solver.objective_value) >= best.makespan_ns:
                 continue
-            choice, starts, lens, ends = read_choice(cm, solver)
-            program = decode_program(starts, lens, ends)
+            times = read_times(cm, solver)
+            choice = times.choice
+            program = decode(instance, times)
             schedule = evaluate(instance, choice, program, timing=options.timing)
             if schedule.makespan_ns >= best.makespan_ns:
                 continue
