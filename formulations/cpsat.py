@@ -37,12 +37,11 @@ from formulations.common import (
     hint_index,
     horizon,
     remaining,
-    replay_shared,
-    start_releases,
     warm_decisions,
 )
 from formulations.contention import candidates, stretch_limit
 from formulations.cpsat_port import PortVars, Span, add_port, hint_port
+from formulations.replay import hinted_schedule, replay_shared
 
 
 @dataclass
@@ -272,22 +271,9 @@ def add_hint(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
 
 
 def _hint_shared(cm: CpsatModel, instance: Instance, plan: Plan, warm: Warm) -> None:
-    """Hint every variable with the plan's 5b schedule.
-
-    Where a kept pair dominates the plan's own, the plan is re-timed with the kept pairs and
-    every instruction released at its start in the plan: starts stay, ends come no later
-    (the dominance argument of `pairs_of`), so the hint is a true schedule no worse.
-    """
+    """Hint every variable with the plan's 5b schedule (with the kept pairs)."""
     hint = cm.model.add_hint
-    picked = [ps[hint_index(instance, j, c, ps, "shared-noc")]
-              for j, (c, ps) in enumerate(zip(warm.choice, cm.pairs, strict=True))]
-    kept = [Choice(exec=a.exec, preload=a.preload) for a in picked]
-    schedule = warm.schedule
-    if kept != warm.choice:
-        own = [instance.ops[j].preload_by_id[c.preload].load_ns
-               for j, c in enumerate(warm.choice)]
-        schedule = evaluate(instance, kept, plan.program,
-                            start_releases(plan.program, own, warm.schedule), timing="shared-noc")
+    picked, schedule = hinted_schedule(instance, cm.pairs, plan, warm)
     for j, a in enumerate(picked):
         for b, pair in zip(cm.pick[j], cm.pairs[j], strict=True):
             hint(b, pair is a)

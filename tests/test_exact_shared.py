@@ -19,7 +19,7 @@ from elk_opt.methods import heuristics
 from elk_opt.methods import solve as run_method
 from elk_opt.problem import Chip, Claims, ExecPlan, Instance, Noc, Op, Plan, PreloadPlan, Warmup
 from elk_opt.solution import SolveOptions
-from formulations import cpsat
+from formulations import cpsat, ilp
 from formulations.common import Restrictions, pairs_of
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from tests.strategies import random_instances
@@ -130,16 +130,27 @@ def test_5b_optimum_lies_between_the_section_5_optimum_and_every_heuristic(insta
             assert best <= other.claims.makespan_ns, name
 
 
+@settings(max_examples=40)
+@given(contended_instances(max_ops=4))
+def test_ilp_and_cpsat_agree_under_5b(instance):
+    a, b = cpsat.solve(instance, SHARED), ilp.solve(instance, SHARED)
+    assert a.claims.status == b.claims.status == "optimal"
+    assert _holds(a) == _holds(b)
+    assert b.claims.params["model_timing"] == "shared-noc"
+
+
 def test_an_execute_held_back_by_a_release():
     # op0: execute 1 ns at the whole port, no load. op1: load 1 ns and execute 1 ns, both at
     # the whole port. op2: load 2 ns without the port, execute 1 ns at the whole port.
     # Without releases E0 starts at 0 and shares the port with any load beside it; the best
     # is 5. Holding E0 until P1 has loaded alone (0-1) gives P2 1-3, E0 1-2, E1 2-3, E2 3-4.
     instance = port_instance([(0, 0, 1, 1), (1, 1, 1, 1), (2, 0, 1, 1)])
-    plan = cpsat.solve(instance, SHARED)
-    assert plan.claims.status == "optimal" and _holds(plan) == 4 == _exhaustive(instance)
-    assert plan.release_ns  # no program reaches 4 without one
-    assert evaluate(instance, plan.choice, plan.program, timing="shared-noc").makespan_ns > 4
+    for model in (cpsat, ilp):
+        plan = model.solve(instance, SHARED)
+        assert plan.claims.status == "optimal" and _holds(plan) == 4 == _exhaustive(instance)
+        assert plan.release_ns  # no program reaches 4 without one
+        assert evaluate(instance, plan.choice, plan.program,
+                        timing="shared-noc").makespan_ns > 4
 
 
 def test_delaying_loads_off_a_port_heavy_execute():
@@ -212,6 +223,10 @@ def test_5b_hints_are_complete_feasible_solutions(instance):
         solver.parameters.num_workers = 1
         assert solver.solve(cm.model) == cp_model.OPTIMAL, name
         assert solver.objective_value <= plan.claims.makespan_ns
+        im = ilp.build(instance, Restrictions(), timing="shared-noc")
+        assert ilp.set_warm_values(im, instance, plan)
+        assert im.prob.valid(eps=1e-6), name
+        assert im.exec_end[-1].varValue <= plan.claims.makespan_ns
 
 
 def test_time_limit_returns_a_plan_with_a_valid_bound():
@@ -224,6 +239,25 @@ def test_time_limit_returns_a_plan_with_a_valid_bound():
     assert _holds(plan) <= warm.claims.makespan_ns
     five = plan.claims.params["section5_bound_ns"]
     assert five is None or plan.claims.lower_bound_ns >= five
+
+
+@settings(max_examples=10)
+@given(random_instances(max_ops=8, max_plans=3, noc=True))
+def test_polish_under_5b_never_worsens_its_start(instance):
+    plan = run_method(instance, "polish", replace(
+        SHARED, threads=2, warm_start="basic", params={"width": 3, "stride": 2,
+                                                       "window_time": 2.0}))
+    start = plan.claims.params["start_makespan_ns"]
+    assert start == run_method(instance, "basic", SHARED).claims.makespan_ns
+    assert _holds(plan) <= start
+
+
+def test_polish_with_one_window_meets_the_5b_optimum():
+    instance = port_instance([(0, 0, 1, 1), (1, 1, 1, 1), (2, 0, 1, 1), (3, 3, 2, 1)])
+    plan = run_method(instance, "polish", replace(SHARED, warm_start="basic",
+                                                  params={"width": 4}))
+    assert _holds(plan) == cpsat.solve(instance, SHARED).claims.makespan_ns \
+        == _exhaustive(instance)
 
 
 def _verify_knows_5b() -> bool:
@@ -244,7 +278,8 @@ def test_shared_noc_plans_pass_verify():
     for instance in (port_instance([(0, 0, 10, 10), (10, 6, 1, 0)]),
                      port_instance([(0, 0, 1, 1), (1, 1, 1, 1), (2, 0, 1, 1)]),
                      port_instance([(0, 0, 20, 20), (10, 10, 40, 0), (10, 10, 10, 0)])):
-        plan = cpsat.solve(instance, SHARED)
-        report = check(plan_to_dict(plan))
-        assert report.valid, report.violations
-        assert report.makespan_ns == plan.claims.makespan_ns
+        for plan in (cpsat.solve(instance, SHARED), ilp.solve(instance, SHARED),
+                     run_method(instance, "polish", replace(SHARED, warm_start="basic"))):
+            report = check(plan_to_dict(plan))
+            assert report.valid, report.violations
+            assert report.makespan_ns == plan.claims.makespan_ns
