@@ -1,11 +1,13 @@
 """The section-5b layer of the CP-SAT model: overlaps, port losses and work (see contention.py).
 
-Per candidate (load j, execute i): two order literals, `early` (the load starts no later than
-E<i>) and `late` (it ends no earlier), monotone in i since executes are chained; each of their
-four combinations makes the overlap one linear expression (the execute's length, the load's,
-or an end minus a start), and `o` is at least that (0 when P<j> is issued after E<i>). A loss
-variable per side pays `loss x o` when the two ops' demand literals say the combination
-loses. Per instruction and demand value: d x length - its losses >= d x duration.
+Per candidate (load j, execute i), i.e. per pair that may overlap and lose port time (the
+others need no variables: side by side they run as under section 5), two order literals:
+`early` (the load starts no later than E<i>) and `late` (it ends no earlier), monotone in i
+since executes are chained. Each of their four combinations makes the overlap one linear
+expression (the execute's length, the load's, or an end minus a start), and `o` is at least
+that (0 when P<j> is issued after E<i>). A loss variable per side pays `loss x o` when the
+two ops' demand literals say the combination loses. Per instruction and demand value:
+d x length - its losses >= d x duration. Then the cuts of `_cover`.
 """
 
 from __future__ import annotations
@@ -56,15 +58,8 @@ def add_port(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
              pick: Sequence[Sequence[cp_model.IntVar]], loads: Mapping[int, Span],
              execs: Sequence[Span], issued: Mapping[tuple[int, int], cp_model.IntVar],
              found: list[Candidate], lowest: Callable[[int], int], big: int) -> PortVars:
-    """Charge every candidate overlap its port losses and require each instruction's work.
-
-    Every (load j, execute i) that can overlap gets an overlap variable; the lossy ones
-    (`found`) are held at or above the true overlap, the others only bounded above. Then valid
-    cuts for the LP, which alone would let every overlap be 0: loads and executes are each
-    serial, so the overlaps of one instruction sum to at most its length, and before E<k>
-    starts the executes before it and the loads of ops up to k cover that much time and
-    deliver that much port work (the port gives at most 1000 permille).
-    """
+    """Charge every candidate overlap its port losses and require each instruction's work,
+    then add the cuts of `_cover`."""
     load_vals: dict[int, set[int]] = {}
     exec_vals: dict[int, set[int]] = {}
     for c in found:
@@ -74,56 +69,52 @@ def add_port(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
                 for d, v in _literals(m, pairs[j], pick[j], "load_d", ds, f"ld{j}").items()}
     exec_lit = {(i, d): v for i, ds in exec_vals.items()
                 for d, v in _literals(m, pairs[i], pick[i], "run_d", ds, f"ed{i}").items()}
-    lossy = {(c.load, c.exec): c for c in found}
     overlap: dict[tuple[int, int], tuple] = {}
     load_loss: dict[tuple[int, int], cp_model.IntVar] = {}
     exec_loss: dict[tuple[int, int], cp_model.IntVar] = {}
-    previous: dict[int, tuple] = {}  # per load, the order literals at the last lossy execute
-    for j, load in loads.items():
-        for i in range(lowest(j), j):
-            run = execs[i]
-            top = min(load.longest, run.longest)
-            o = m.new_int_var(0, top, f"o{j}_{i}")
-            m.add(o <= load.length)
-            m.add(o <= run.length)
-            if (j, i) in issued:
-                m.add(o == 0).only_enforce_if(~issued[j, i])
-            overlap[j, i] = (o,)
-            c = lossy.get((j, i))
-            if c is None:
+    previous: dict[int, tuple] = {}  # per load, the order literals at its last candidate
+    for c in found:
+        j, i = c.load, c.exec
+        load, run = loads[j], execs[i]
+        top = min(load.longest, run.longest)
+        o = m.new_int_var(0, top, f"o{j}_{i}")
+        m.add(o <= load.length)
+        m.add(o <= run.length)
+        if (j, i) in issued:
+            m.add(o == 0).only_enforce_if(~issued[j, i])
+        early = m.new_bool_var(f"early{j}_{i}")  # the load starts no later than E<i>
+        late = m.new_bool_var(f"late{j}_{i}")  # the load ends no earlier than E<i>
+        m.add(load.start <= run.start).only_enforce_if(early)
+        m.add(load.start >= run.start).only_enforce_if(~early)
+        m.add(load.end >= run.end).only_enforce_if(late)
+        m.add(load.end <= run.end).only_enforce_if(~late)
+        m.add(o >= run.length).only_enforce_if([early, late])
+        m.add(o >= load.end - run.start).only_enforce_if([early, ~late])
+        m.add(o >= run.end - load.start).only_enforce_if([~early, late])
+        m.add(o >= load.length).only_enforce_if([~early, ~late])
+        before = previous.get(j)
+        if before is not None:  # executes are chained: monotone in i
+            m.add_implication(before[0], early)
+            m.add_implication(late, before[1])
+        previous[j] = (early, late)
+        overlap[j, i] = (o, early, late)
+        for side, attr, store in ((c.load_loses, "load_loss", load_loss),
+                                  (c.exec_loses, "exec_loss", exec_loss)):
+            if not side:
                 continue
-            early = m.new_bool_var(f"early{j}_{i}")  # the load starts no later than E<i>
-            late = m.new_bool_var(f"late{j}_{i}")  # the load ends no earlier than E<i>
-            m.add(load.start <= run.start).only_enforce_if(early)
-            m.add(load.start >= run.start).only_enforce_if(~early)
-            m.add(load.end >= run.end).only_enforce_if(late)
-            m.add(load.end <= run.end).only_enforce_if(~late)
-            m.add(o >= run.length).only_enforce_if([early, late])
-            m.add(o >= load.end - run.start).only_enforce_if([early, ~late])
-            m.add(o >= run.end - load.start).only_enforce_if([~early, late])
-            m.add(o >= load.length).only_enforce_if([~early, ~late])
-            before = previous.get(j)
-            if before is not None:  # executes are chained: monotone in i
-                m.add_implication(before[0], early)
-                m.add_implication(late, before[1])
-            previous[j] = (early, late)
-            overlap[j, i] = (o, early, late)
-            for side, attr, store in ((c.load_loses, "load_loss", load_loss),
-                                      (c.exec_loses, "exec_loss", exec_loss)):
-                if not side:
-                    continue
-                worst = max(getattr(x, attr) for x in c.combos)
-                lost = store[j, i] = m.new_int_var(0, worst * top, f"{attr}{j}_{i}")
-                for x in c.combos:
-                    if getattr(x, attr):
-                        m.add(lost >= getattr(x, attr) * o).only_enforce_if(
-                            [load_lit[j, x.load_d], exec_lit[i, x.exec_d]])
-                least = _least_loss(pairs[j], pairs[i], attr)
-                if least:
-                    m.add(lost >= least * o)
+            worst = max(getattr(x, attr) for x in c.combos)
+            lost = store[j, i] = m.new_int_var(0, worst * top, f"{attr}{j}_{i}")
+            for x in c.combos:
+                if getattr(x, attr):
+                    m.add(lost >= getattr(x, attr) * o).only_enforce_if(
+                        [load_lit[j, x.load_d], exec_lit[i, x.exec_d]])
+            least = _least_loss(pairs[j], pairs[i], attr)
+            if least:
+                m.add(lost >= least * o)
     _work(m, pairs, pick, loads, load_lit, load_loss, "load_ns", "load_d", 0)
     _work(m, pairs, pick, dict(enumerate(execs)), exec_lit, exec_loss, "run_ns", "run_d", 1)
-    _cover(m, pairs, pick, loads, execs, overlap, big)
+    whole = {j for j in loads if all((j, i) in overlap for i in range(lowest(j), j))}
+    _cover(m, pairs, pick, loads, execs, overlap, whole, big)
     return PortVars(load_lit, exec_lit, overlap, load_loss, exec_loss, found)
 
 
@@ -136,9 +127,20 @@ def _least_loss(load_pairs: Sequence[Pair], exec_pairs: Sequence[Pair], attr: st
 
 def _cover(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
            pick: Sequence[Sequence[cp_model.IntVar]], loads: Mapping[int, Span],
-           execs: Sequence[Span], overlap: Mapping[tuple[int, int], tuple], big: int) -> None:
-    """Serial loads and executes: capacities of overlaps, and the covered-time and port-work
-    cuts at every execute's start (each a running sum, so the model stays quadratic)."""
+           execs: Sequence[Span], overlap: Mapping[tuple[int, int], tuple], whole: set[int],
+           big: int) -> None:
+    """Cuts for the LP, which alone would let every overlap be 0 (all valid for every true
+    schedule with o = the true overlap, hence exact):
+    - loads and executes are each serial, so one instruction's overlaps sum to at most its
+      length;
+    - before E<k> starts, the executes before it and the loads of ops up to k have run: the
+      time they cover is the executes' lengths plus each load's time beside no execute. That
+      needs every overlap of the load, so only loads whose every possible overlap is a
+      candidate (`whole`) count (a subset of the loads covers no more time);
+    - the port delivers at most 1000 permille per ns, so the same instructions' port work
+      (demand x duration) is done by then.
+    Each is a running sum over k, so the rows stay linear in size.
+    """
     n = len(execs)
     per_load: dict[int, list] = {}
     per_exec: dict[int, list] = {}
@@ -156,8 +158,9 @@ def _cover(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
 
     covered = work = 0
     for k in range(n):
-        if k in loads:
+        if k in whole:
             covered += loads[k].length - sum(per_load.get(k, []))
+        if k in loads:
             work += units(k, "load_ns", "load_d")
         if k:
             covered += execs[k - 1].length

@@ -138,7 +138,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             reach = width + max(j - s for j, s in enumerate(inc.slot))
             cm = _window_model(instance, pairs, inc, first, stop, reach, timing)
             limit = knobs["window_time"] if left is None else min(knobs["window_time"], left)
-            solver = solver_for(options, limit)
+            solver = solver_for(options, limit, timing)
             status = solver.solve(cm.model)
             windows += 1
             if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
