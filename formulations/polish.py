@@ -34,7 +34,7 @@ from formulations.common import (
     hint_index,
     warm_decisions,
 )
-from formulations.cpsat import add_hint, build, read_times, solver_for
+from formulations.cpsat_model import add_hint, build, read_times, solver_for
 from formulations.ilp import lp_bound
 from formulations.replay import hinted_schedule, replay_shared
 
