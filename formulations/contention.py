@@ -12,7 +12,7 @@ with the section-5 start rules, HBM loads apart and executes chained. This is ex
 (a) the true 5b schedule of any plan, with any releases, satisfies it (o = the overlap), so
 the model's optimum is no more than the true optimum; (b) the plan decoded from a model
 solution and released at the model's starts replays with every start equal and every end
-no later (`formulations.common.replay_shared`), so it is no worse than the model's objective.
+no later (`formulations.replay.replay_shared`), so it is no worse than the model's objective.
 
 Load j, issued before E<slot> (slot >= the restrictions' lowest), can overlap only executes
 slot..j-1; a (j, i) is a candidate only if some combination of their pairs' demands loses
