@@ -4,6 +4,15 @@ python benchmarks/bench_exact.py ladder  [--limit 60] [--plans 2,4,6] [--ops 12,
 python benchmarks/bench_exact.py zoo     [--limit 60] [--layers 1,2,4,...]
 python benchmarks/bench_exact.py one     --ops N --plans P --limit 600 --model cpsat|ilp
 python benchmarks/bench_exact.py polish  [--limit 600]
+python benchmarks/bench_exact.py calibration [--limit 600]   (always section 5b and 5)
+python benchmarks/bench_exact.py suite   [--suite small] [--limit 20] [--threads 1] [--warm M]
+
+`--timing shared-noc` runs every part under section 5b (default: separate-noc, section 5, as
+the tables recorded before 5b). `calibration`: the Elk artifact's Llama2-13B layer
+(/work/shared/calibration), every heuristic under both timings, CP-SAT's section-5 optimum,
+and CP-SAT under 5b cold and warm-started from Static, then polish. `suite`: CP-SAT alone on
+every instance of a gap-study suite, as the gap study runs it (one thread per solve), and how
+many optima it proves; wall times include the warm start's heuristic.
 
 `ladder`: synthetic instances (seed 0, tightness 0.6), ops doubling per plan count, each model
 stopped at its first size not proven within the limit. `zoo`: Llama2-13B decode (batch 32,
@@ -19,21 +28,35 @@ import argparse
 import platform
 import sys
 import time
+from dataclasses import replace
 
 from elk_opt.bounds import ideal_bound
-from elk_opt.io import plan_to_dict
-from elk_opt.methods import solve
+from elk_opt.evaluate import evaluate_plan, fits_memory
+from elk_opt.io import load_instance, plan_to_dict
+from elk_opt.methods import heuristics, solve
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from elk_opt.synthetic import synthetic_instance
 from elk_opt.zoo import model_instance
 from verify import check
 
+CALIBRATION = "/work/shared/calibration/elk-artifact-llama2-13b-b32-kv2048-layer.json"
+TIMING = "separate-noc"  # set from --timing
+
 
 def checked(plan: Plan) -> Plan:
-    report = check(plan_to_dict(plan))
-    if not report.valid:
-        raise SystemExit(f"INVALID plan from {plan.claims.method}: {report.violations[:3]}")
+    """`verify` for section-5 plans; under 5b the evaluator (verify has no 5b yet): the claim
+    is the replayed makespan, R5 holds, and an optimal claim has its bound equal."""
+    if plan.timing == "separate-noc":
+        report = check(plan_to_dict(plan))
+        if not report.valid:
+            raise SystemExit(f"INVALID plan from {plan.claims.method}: {report.violations[:3]}")
+        return plan
+    schedule = evaluate_plan(plan)
+    c = plan.claims
+    if (c.makespan_ns != schedule.makespan_ns or not fits_memory(plan.instance, schedule)
+            or (c.status == "optimal") != (c.lower_bound_ns == c.makespan_ns)):
+        raise SystemExit(f"INVALID 5b plan from {c.method}: {c}")
     return plan
 
 
@@ -42,7 +65,8 @@ def run_exact(instance: Instance, model: str, limit: float,
     """The exact model's plan and its wall time (the warm-start heuristic's time included)."""
     print(f"  {instance.name}: {model} ({limit:g} s)...", file=sys.stderr, flush=True)
     t = time.perf_counter()
-    plan = solve(instance, model, SolveOptions(time_limit_s=limit, threads=2, warm_start=warm))
+    plan = solve(instance, model, SolveOptions(time_limit_s=limit, threads=2, warm_start=warm,
+                                               timing=TIMING))
     return checked(plan), time.perf_counter() - t
 
 
@@ -52,7 +76,7 @@ def row(instance: Instance, label: str, model: str, limit: float, baselines: tup
     c = plan.claims
     ratios = []
     for name in baselines:
-        other = checked(solve(instance, name)).claims.makespan_ns
+        other = checked(solve(instance, name, SolveOptions(timing=TIMING))).claims.makespan_ns
         ratios.append(f"{other / c.makespan_ns:.4f}")
     gap = (c.makespan_ns - c.lower_bound_ns) / c.makespan_ns if c.lower_bound_ns else None
     print(f"| {label} | {len(instance.ops)} | {model} | {warm or '-'} | {c.status} | {wall:.1f} | "
@@ -104,11 +128,12 @@ def polish(args: argparse.Namespace) -> None:
     from formulations.window_bound import window_bound
     instance = model_instance("llama2-13b")
     t = time.perf_counter()
-    full = checked(solve(instance, "elk-full"))
+    full = checked(solve(instance, "elk-full", SolveOptions(timing=TIMING)))
     full_s = time.perf_counter() - t
     t = time.perf_counter()
     polished = checked(solve(instance, "polish", SolveOptions(
-        time_limit_s=args.limit, threads=2, warm_start="elk-full", warm_plan=full)))
+        time_limit_s=args.limit, threads=2, warm_start="elk-full", warm_plan=full,
+        timing=TIMING)))
     polish_s = time.perf_counter() - t
     t = time.perf_counter()
     ideal = ideal_bound(instance)
@@ -128,23 +153,90 @@ def polish(args: argparse.Namespace) -> None:
     print(f"polish params: {polished.claims.params}")
 
 
+def calibration(args: argparse.Namespace) -> None:
+    instance = load_instance(CALIBRATION)
+    print(f"instance {instance.name}: {len(instance.ops)} ops; Ideal bound "
+          f"{ideal_bound(instance):,} ns")
+    print("| method | timing | status | makespan ns | bound ns | wall s | params |")
+    print("|---|---|---|---|---|---|---|")
+
+    def show(plan: Plan, wall: float, note: str = "") -> None:
+        c = checked(plan).claims
+        print(f"| {c.method}{note} | {plan.timing} | {c.status} | {c.makespan_ns:,} | "
+              f"{'-' if c.lower_bound_ns is None else f'{c.lower_bound_ns:,}'} | {wall:.1f} | "
+              f"{ {k: v for k, v in c.params.items() if k in ('solver_status', 'warm_start')} }"
+              " |", flush=True)
+
+    for timing in ("separate-noc", "shared-noc"):
+        for name in heuristics():
+            t = time.perf_counter()
+            plan = solve(instance, name, SolveOptions(timing=timing))
+            show(plan, time.perf_counter() - t)
+    t = time.perf_counter()
+    five = solve(instance, "cpsat", SolveOptions(timing="separate-noc", threads=2,
+                                                 time_limit_s=args.limit))
+    show(five, time.perf_counter() - t)
+    print(f"the section-5 optimum's plan under 5b: "
+          f"{evaluate_plan(replace(five, timing='shared-noc')).makespan_ns:,} ns")
+    for warm in (None, "static"):
+        t = time.perf_counter()
+        plan = solve(instance, "cpsat", SolveOptions(timing="shared-noc", threads=2,
+                                                     time_limit_s=args.limit, warm_start=warm))
+        show(plan, time.perf_counter() - t, "" if warm is None else f" (warm {warm})")
+    t = time.perf_counter()
+    plan = solve(instance, "polish", SolveOptions(timing="shared-noc", threads=2,
+                                                  time_limit_s=min(args.limit, 120.0),
+                                                  warm_start="static"))
+    show(plan, time.perf_counter() - t, " (from static)")
+
+
+def suite(args: argparse.Namespace) -> None:
+    from elk_opt.studies.suites import load_suite
+    specs = load_suite(args.suite)
+    print("| instance | ops | status | makespan ns | bound ns | gap | wall s |")
+    print("|---|---|---|---|---|---|---|")
+    proven = 0
+    for spec in specs:
+        instance = spec.build()
+        t = time.perf_counter()
+        plan = checked(solve(instance, "cpsat", SolveOptions(
+            time_limit_s=args.limit, threads=args.threads, warm_start=args.warm,
+            timing=TIMING)))
+        c = plan.claims
+        proven += c.status == "optimal"
+        gap = (c.makespan_ns - c.lower_bound_ns) / c.makespan_ns
+        print(f"| {spec.key} | {len(instance.ops)} | {c.status} | {c.makespan_ns:,} | "
+              f"{c.lower_bound_ns:,} | {100 * gap:.2f}% | {time.perf_counter() - t:.1f} |",
+              flush=True)
+    print(f"proven optimal: {proven} of {len(specs)}")
+
+
 def main() -> None:
+    global TIMING
     ap = argparse.ArgumentParser()
-    ap.add_argument("part", choices=("ladder", "zoo", "one", "polish"))
+    ap.add_argument("part", choices=("ladder", "zoo", "one", "polish", "calibration", "suite"))
+    ap.add_argument("--suite", default="small")
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--timing", choices=("separate-noc", "shared-noc"), default="separate-noc")
     ap.add_argument("--limit", type=float, default=60.0)
     ap.add_argument("--plans", default="2,4,6")
     ap.add_argument("--ops", default="12,24,48,96,192,384,768")
     ap.add_argument("--layers", default="1,2,3,4,5,6,8,16,40")
     ap.add_argument("--model", default="cpsat")
-    ap.add_argument("--warm", default=None, metavar="METHOD", help="warm start (zoo, one)")
+    ap.add_argument("--warm", default=None, metavar="METHOD",
+                    help="warm start (zoo, one, suite)")
     args = ap.parse_args()
+    TIMING = args.timing
     if args.part == "one":
         args.plans = int(args.plans.split(",")[0])
         args.ops = int(args.ops.split(",")[0])
         args.layers = int(args.layers.split(",")[0]) if "," not in args.layers else 0
     print(f"machine: {platform.machine()}, {platform.processor() or 'cpu'}, "
-          f"Python {platform.python_version()}; 2 CP-SAT workers; limit {args.limit:g} s")
-    {"ladder": ladder, "zoo": zoo, "one": one, "polish": polish}[args.part](args)
+          f"Python {platform.python_version()}; "
+          f"{args.threads if args.part == 'suite' else 2} CP-SAT workers; limit {args.limit:g} s; "
+          f"timing {TIMING}")
+    {"ladder": ladder, "zoo": zoo, "one": one, "polish": polish,
+     "calibration": calibration, "suite": suite}[args.part](args)
 
 
 if __name__ == "__main__":

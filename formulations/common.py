@@ -7,7 +7,9 @@ the max-plus recurrence of DESIGN.md section 5 written as `>=` constraints:
     load_start[j] >= exec_end[slot[j] - 1]       (issued after E<slot-1>, waits for it)
     loads with load_ns > 0 never overlap on the HBM
     exec_start[i] >= load_end[i], exec_start[i] >= exec_end[i - 1]
-and rule R5 at every E<i> over the ops j > i with slot[j] <= i.
+and rule R5 at every E<i> over the ops j > i with slot[j] <= i. Under section 5b the same
+start rules hold and durations stretch where a load and an execute share the NoC port
+(`formulations/contention.py` says how the models write that exactly).
 """
 
 from __future__ import annotations
@@ -20,8 +22,20 @@ from typing import Any
 
 from elk_opt.bounds import ideal_bound
 from elk_opt.errors import UsageError
-from elk_opt.evaluate import evaluate
-from elk_opt.problem import Choice, Instance, Instr, Op, Plan, Timing, program_from_issue
+from elk_opt.evaluate import Schedule, evaluate
+from elk_opt.noc import exec_use, load_use
+from elk_opt.problem import (
+    Chip,
+    Choice,
+    ExecPlan,
+    Instance,
+    Instr,
+    Op,
+    Plan,
+    PreloadPlan,
+    Timing,
+    program_from_issue,
+)
 from elk_opt.solution import make_plan
 
 
@@ -35,6 +49,24 @@ class Pair:
     load_space: int  # SRAM while pending
     run_ns: int  # execute time + warm-up
     run_space: int  # SRAM while executing
+    load_d: int = 0  # NoC port demand of the load, permille (section 5b; 0 under section 5)
+    run_d: int = 0  # NoC port demand of the execute, permille (section 5b; 0 under section 5)
+
+    @property
+    def held_space(self) -> int:
+        """What rule R5 charges the op at its own execute: the larger of its two layouts."""
+        return max(self.run_space, self.load_space)
+
+
+@dataclass(frozen=True)
+class ModelTimes:
+    """A model solution's decisions and times, per op."""
+
+    choice: list[Choice]
+    load_start: list[int]
+    load_end: list[int]
+    exec_start: list[int]
+    exec_end: list[int]
 
 
 @dataclass(frozen=True)
@@ -72,39 +104,77 @@ class Restrictions:
         return 0 if self.window is None else max(0, j - self.window)
 
 
-def pairs_of(op: Op) -> list[Pair]:
+def make_pair(chip: Chip, q: PreloadPlan, p: ExecPlan, warm: int, timing: Timing) -> Pair:
+    """The pair's numbers; its port demands only under section 5b (they are 0 otherwise)."""
+    shared = timing == "shared-noc"
+    return Pair(q.id, p.id, q.load_ns, q.space_bytes, p.time_ns + warm, p.space_bytes,
+                load_use(chip, q).demand if shared else 0,
+                exec_use(chip, p, warm).demand if shared else 0)
+
+
+def pairs_of(op: Op, chip: Chip, timing: Timing = "separate-noc") -> list[Pair]:
     """The op's pairs without dominated ones (no better in every number: never needed).
 
     Section 5 is monotone in every number (less load time, run time or space never hurts), so
     dropping a pair that another pair matches or beats everywhere keeps the optimum.
+
+    Section 5b is not monotone in durations alone: a faster load with a higher port demand
+    can take the port from a NoC-heavy execute and slow it. It is monotone in (duration,
+    demand) together once release times are free, so under 5b a pair is dropped only if
+    another is no worse in both durations, both spaces and both demands. Proof: let a plan
+    use pair b for op k and let a be no worse than b everywhere. Keep the program and release
+    every instruction at its start under b. An instruction's progress, as a fraction of its
+    units, grows per ns by 1/duration alone and by g(d, d')/(d * duration) beside a partner of
+    demand d' (1/duration when d = 0), where g is its share (`elk_opt.noc.shares`). g(d, d')/d
+    is non-increasing in d and g(d, d') is non-increasing in d', so op k's instructions, with
+    no longer durations and no higher demands, progress at least as fast, and every other
+    instruction progresses at least as fast beside them. By induction over time every start
+    stays where it was (its predecessors end no later, its release holds it) and every end
+    moves no later, so the makespan does not grow; R5 only sees spaces, which do not grow.
     """
-    every = sorted({Pair(q.id, p.id, q.load_ns, q.space_bytes, p.time_ns + t, p.space_bytes)
-                    for q, p, t in op.pairs()},
-                   key=lambda a: (a.run_ns, a.load_ns, a.load_space, a.run_space, a.preload,
-                                  a.exec))
+    every = sorted({make_pair(chip, q, p, t, timing) for q, p, t in op.pairs()},
+                   key=lambda a: (a.run_ns, a.load_ns, a.load_space, a.run_space, a.run_d,
+                                  a.load_d, a.preload, a.exec))
     kept: list[Pair] = []
     for a in every:
-        if not any(_dominates(b, a) for b in kept):
+        if not any(dominates(b, a) for b in kept):
             kept.append(a)
     return kept
 
 
-def _dominates(b: Pair, a: Pair) -> bool:
+def dominates(b: Pair, a: Pair) -> bool:
+    """b is no worse than a in every number the timing sees (demands are 0 under section 5)."""
     return (b.load_ns <= a.load_ns and b.load_space <= a.load_space and b.run_ns <= a.run_ns
-            and b.run_space <= a.run_space)
+            and b.run_space <= a.run_space and b.load_d <= a.load_d and b.run_d <= a.run_d)
 
 
-def feasible_pairs(instance: Instance) -> list[list[Pair]]:
-    """Per op, its undominated pairs that fit the SRAM alone; an op with none is infeasible."""
+def feasible_pairs(instance: Instance, timing: Timing = "separate-noc") -> list[list[Pair]]:
+    """Per op, its undominated pairs that fit the SRAM alone (R5 at its own execute charges
+    the larger of its layouts); an op with none is infeasible."""
     sram = instance.chip.sram_bytes
     out = []
     for i, op in enumerate(instance.ops):
-        fit = [a for a in pairs_of(op) if a.run_space <= sram]
+        fit = [a for a in pairs_of(op, instance.chip, timing) if a.held_space <= sram]
         if not fit:
             raise UsageError(f"instance {instance.name!r} is infeasible: op {i} ({op.name}) "
-                             f"has no execute plan that fits {sram:,} B of SRAM")
+                             f"has no plan pair that fits {sram:,} B of SRAM")
         out.append(fit)
     return out
+
+
+def hint_index(instance: Instance, j: int, c: Choice, ps: Sequence[Pair],
+               timing: Timing = "separate-noc") -> int:
+    """Index of the plan's pair among the kept ones, or of one that dominates it."""
+    for k, a in enumerate(ps):
+        if (a.preload, a.exec) == (c.preload, c.exec):
+            return k
+    op = instance.ops[j]
+    q, p = op.preload_by_id[c.preload], op.exec_by_id[c.exec]
+    own = make_pair(instance.chip, q, p, op.warmup_ns[(c.preload, c.exec)], timing)
+    for k, a in enumerate(ps):
+        if dominates(a, own):
+            return k
+    return 0
 
 
 def horizon(pairs: Sequence[Sequence[Pair]]) -> int:
@@ -135,9 +205,25 @@ def decode_program(load_start: Sequence[int], load_ns: Sequence[int],
     return program_from_issue(order, issued, list(range(n)))
 
 
-def warm_decisions(instance: Instance, plan: Plan | None) -> tuple[list[Choice], list[int],
-                                                                    list[int]] | None:
-    """The choice, issue slots and load starts of a warm-start plan, if the models can use it.
+@dataclass(frozen=True)
+class Warm:
+    """A warm-start plan read as the models' decisions: pairs, issue slots, its schedule."""
+
+    choice: list[Choice]
+    slot: list[int]  # per op: how many executes precede its preload in the program
+    schedule: Schedule  # under the timing the model is built for
+
+
+def decode(instance: Instance, times: ModelTimes) -> tuple[Instr, ...]:
+    """The program of a model solution (`decode_program` with the chosen load times)."""
+    load_ns = [instance.ops[j].preload_by_id[c.preload].load_ns
+               for j, c in enumerate(times.choice)]
+    return decode_program(times.load_start, load_ns, times.exec_end)
+
+
+def warm_decisions(instance: Instance, plan: Plan | None,
+                   timing: Timing = "separate-noc") -> Warm | None:
+    """The choice, issue slots and schedule of a warm-start plan, if the models can use it.
 
     Usable when it is for this instance's ops and executes in the instance's order.
     """
@@ -153,9 +239,8 @@ def warm_decisions(instance: Instance, plan: Plan | None) -> tuple[list[Choice],
             done += 1
         else:
             slot[j] = done
-    schedule = evaluate(instance, plan.choice, plan.program, plan.release_ns,
-                        timing="separate-noc")  # the models' semantics
-    return list(plan.choice), slot, list(schedule.load_start)
+    schedule = evaluate(instance, plan.choice, plan.program, plan.release_ns, timing=timing)
+    return Warm(list(plan.choice), slot, schedule)
 
 
 def ceil_integer(value: float) -> int:
@@ -175,10 +260,11 @@ def integer_bound(value: float, makespan: int) -> int:
 
 
 def fallback(instance: Instance, warm: Plan | None, method: str, started: float,
-             bound: float | None, params: Mapping[str, Any], timing: Timing) -> Plan | None:
+             bound: float | None, params: Mapping[str, Any], timing: Timing,
+             source: str = "warm start") -> Plan | None:
     """The warm-start plan, claimed with the solver's bound, when the solver found nothing.
 
-    Only if it fits SRAM; its params say the plan is the warm start's, not the solver's.
+    Only if it fits SRAM; its params say whose plan it is (`source`), not the solver's.
     """
     if warm is None or warm_decisions(instance, warm) is None:
         return None
@@ -190,7 +276,7 @@ def fallback(instance: Instance, warm: Plan | None, method: str, started: float,
     return make_plan(instance, warm.choice, warm.program, method=method, started=started,
                      timing=timing, status="optimal" if lower == makespan else "feasible",
                      lower_bound_ns=lower, release_ns=warm.release_ns,
-                     params={**params, "solution": "warm start (the solver found none)"})
+                     params={**params, "solution": f"{source} (the solver found none)"})
 
 
 def claimed_bound(instance: Instance, solver_bound: float | None, makespan: int) -> int:

@@ -1,4 +1,4 @@
-"""The ILP model (PuLP) of DESIGN.md sections 4-5, the `ilp` method and the LP relaxation bound.
+"""The ILP model (PuLP) of DESIGN.md sections 4-5 and 5b, the `ilp` method and the LP bound.
 
 A different encoding from the CP-SAT model, so each checks the other:
 - `pick[j, k]` one-hot pairs; `at[j, b]` one-hot issue slot, with prefix sums
@@ -9,6 +9,9 @@ A different encoding from the CP-SAT model, so each checks the other:
 - R5 rows over products `pend[j, q, i] >= use[j, q] + by(j, i) - 1` of preload-plan choice and
   slot prefix (continuous: the row only pushes them down);
 - valid cut: all loads of ops up to k end before E<k> starts, es_k >= sum_{j <= k} load_j.
+Under section 5b (`timing="shared-noc"`) times are integers, lengths are variables no shorter
+than the durations, and `ilp_port` adds the contention rows; the plan carries the model's
+starts as release times (only those that bind).
 HiGHS runs in-process through highspy by default; CBC (PuLP's bundled binary) on request.
 The time limit bounds the whole solve, model building and the hand-over to HiGHS included:
 past it, the method returns its warm start (as CP-SAT does when it finds nothing) or says it
@@ -22,7 +25,7 @@ import signal
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import highspy
 import numpy as np
@@ -30,22 +33,26 @@ import pulp
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
-from elk_opt.problem import Choice, Instance, Plan
+from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
+    ModelTimes,
     Pair,
     Restrictions,
     ceil_integer,
     claimed_bound,
-    decode_program,
+    decode,
     fallback,
     feasible_pairs,
+    hint_index,
     horizon,
     warm_decisions,
 )
-from formulations.cpsat import hint_index
+from formulations.contention import candidates, stretch_limit
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.highs_run import new_highs, run_interruptible
+from formulations.ilp_port import PortRows, add_port_rows, warm_port_rows
+from formulations.replay import hinted_schedule, replay_shared
 
 SOLVERS = ("highs", "cbc")
 
@@ -63,20 +70,33 @@ class IlpModel:
     pend: dict[tuple[int, int, int], pulp.LpVariable]  # (j, pair index, i)
     prefix: dict[tuple[int, int], pulp.LpVariable]  # (j, i): P<j> before E<i>
     loads: list[int]
+    timing: Timing = "separate-noc"
+    load_len: dict[int, pulp.LpAffineExpression] = field(default_factory=dict)
+    exec_len: list[pulp.LpAffineExpression] = field(default_factory=list)
+    port: PortRows | None = None
 
 
 def build(instance: Instance, restrict: Restrictions, relax: bool = False,
-          deadline: Deadline = NO_DEADLINE) -> IlpModel:
+          timing: Timing = "separate-noc", deadline: Deadline = NO_DEADLINE) -> IlpModel:
     """The model; `relax` makes every binary continuous and leaves out the pairwise HBM rows
     (a relaxation of the LP relaxation, so still a lower bound, and much smaller).
 
     Raises OutOfTime when `deadline` passes first (checked once per op in every loop)."""
-    pairs = feasible_pairs(instance)
+    shared = timing == "shared-noc"
+    if shared and relax:
+        raise ValueError("the LP bound is section 5's (it holds under 5b)")
+    pairs = feasible_pairs(instance, timing)
     n = len(pairs)
     sram = instance.chip.sram_bytes
-    big = horizon(pairs)
+    longest = {(kind, j): max(stretch_limit(getattr(a, attr), getattr(a, demand))
+                              for a in pairs[j])
+               for j in range(n) for kind, attr, demand in (("L", "load_ns", "load_d"),
+                                                            ("E", "run_ns", "run_d"))}
+    big = horizon(pairs) if not shared else 1 + sum(longest.values())
     cat = pulp.LpContinuous if relax else pulp.LpBinary
+    clock = pulp.LpInteger if shared else pulp.LpContinuous  # 5b times are integers
     prob = pulp.LpProblem("elk", pulp.LpMinimize)
+    found = candidates(pairs, restrict.slot_low) if shared else []
 
     def binary(name: str) -> pulp.LpVariable:
         return pulp.LpVariable(name, 0, 1, cat)
@@ -88,14 +108,29 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
     def total(j: int, attr: str) -> pulp.LpAffineExpression:
         return pulp.lpSum(getattr(a, attr) * v for a, v in zip(pairs[j], pick[j], strict=True))
 
-    es = [pulp.LpVariable(f"es_{i}", 0) for i in range(n)]
+    def stretched(name: str, kind: str, j: int, attr: str, losing: set[int]
+                  ) -> pulp.LpAffineExpression:
+        """The instruction's length: its duration, or under 5b a variable at least that."""
+        if j not in losing:
+            return total(j, attr)
+        length = pulp.LpVariable(name, 0, longest[kind, j], pulp.LpInteger)
+        prob.addConstraint(length >= total(j, attr), f"{name}_least")
+        return length
+
+    load_len = {j: stretched(f"llen_{j}", "L", j, "load_ns", {c.load for c in found
+                                                               if c.load_loses})
+                for j in range(n)}
+    exec_len = [stretched(f"elen_{i}", "E", i, "run_ns", {c.exec for c in found
+                                                          if c.exec_loses})
+                for i in range(n)]
+    es = [pulp.LpVariable(f"es_{i}", 0, None, clock) for i in range(n)]
     ee = [pulp.LpVariable(f"ee_{i}", 0) for i in range(n)]
     for i in range(n):
         deadline.check()
-        prob += ee[i] == es[i] + total(i, "run_ns"), f"run_{i}"
+        prob += ee[i] == es[i] + exec_len[i], f"run_{i}"
         if i:
             prob += es[i] >= ee[i - 1], f"chain_{i}"
-        prob += es[i] >= pulp.lpSum(total(j, "load_ns") for j in range(i + 1)), f"hbm_cut_{i}"
+        prob += es[i] >= pulp.lpSum(load_len[j] for j in range(i + 1)), f"hbm_cut_{i}"
 
     loads = [j for j in range(n) if any(a.load_ns for a in pairs[j])]
     at: dict[tuple[int, int], pulp.LpVariable] = {}
@@ -117,8 +152,8 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
             below = prefix[j, i - 1] if i > low else 0
             prob += prefix[j, i] == below + at[j, i], f"prefix_{j}_{i}"
         prob += pulp.lpSum(slots) == 1, f"one_slot_{j}"
-        ls[j] = pulp.LpVariable(f"ls_{j}", 0)
-        prob += es[j] >= ls[j] + total(j, "load_ns"), f"loaded_{j}"
+        ls[j] = pulp.LpVariable(f"ls_{j}", 0, None, clock)
+        prob += es[j] >= ls[j] + load_len[j], f"loaded_{j}"
         if low > 0:
             prob += ls[j] >= ee[low - 1], f"issue_{j}_{low - 1}"
         for i in range(low, j):
@@ -134,9 +169,8 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
             o = binary(f"order_{j}_{k}")
             order[j, k] = o
             relaxed = big * (zero_j + _zero_load(pairs, pick, k))
-            prob += (ls[k] >= ls[j] + total(j, "load_ns") - big * (1 - o) - relaxed,
-                     f"hbm_{j}_{k}")
-            prob += (ls[j] >= ls[k] + total(k, "load_ns") - big * o - relaxed, f"hbm_{k}_{j}")
+            prob += (ls[k] >= ls[j] + load_len[j] - big * (1 - o) - relaxed, f"hbm_{j}_{k}")
+            prob += (ls[j] >= ls[k] + load_len[k] - big * o - relaxed, f"hbm_{k}_{j}")
             prob += o >= 1 - by(k, j), f"slot_order_{j}_{k}"
             if restrict.fifo:
                 prob += o == 1, f"fifo_{j}_{k}"
@@ -149,7 +183,7 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
     pend: dict[tuple[int, int, int], pulp.LpVariable] = {}
     for i in range(n):
         deadline.check()
-        row = [total(i, "run_space")]
+        row = [total(i, "held_space")]
         count = []
         for j in loads:
             if j <= i or restrict.slot_low(j) > i:
@@ -165,8 +199,14 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
         prob += pulp.lpSum(row) <= sram, f"sram_{i}"
         if restrict.max_pending is not None and count:
             prob += pulp.lpSum(count) <= restrict.max_pending, f"max_pending_{i}"
+    port = None
+    if shared:
+        port = add_port_rows(prob, pairs, pick, ls, load_len, es, exec_len, found, longest, big)
+        for (j, i), o in port.overlap.items():
+            prob += o <= longest["E", i] * by(j, i), f"ov_issued_{j}_{i}"
     prob += ee[-1]
-    return IlpModel(prob, pairs, pick, at, order, ls, es, ee, pend, prefix, loads)
+    return IlpModel(prob, pairs, pick, at, order, ls, es, ee, pend, prefix, loads, timing,
+                    load_len, exec_len, port)
 
 
 def _zero_load(pairs: list[list[Pair]], pick: list[list[pulp.LpVariable]],
@@ -177,17 +217,21 @@ def _zero_load(pairs: list[list[Pair]], pick: list[list[pulp.LpVariable]],
 
 def set_warm_values(im: IlpModel, instance: Instance, plan: Plan | None) -> bool:
     """Give every variable the value of the plan's solution; False if the plan is unusable."""
-    warm = warm_decisions(instance, plan)
+    warm = warm_decisions(instance, plan, im.timing)
     if warm is None:
         return False
-    choice, slot, _ = warm
-    picked = [hint_index(instance, j, c, ps) for j, (c, ps) in
+    assert plan is not None
+    choice, slot = warm.choice, warm.slot
+    picked = [hint_index(instance, j, c, ps, im.timing) for j, (c, ps) in
               enumerate(zip(choice, im.pairs, strict=True))]
     # Time the plan with the model's pairs (a kept pair may dominate the plan's own).
-    kept = [Choice(exec=ps[k].exec, preload=ps[k].preload) for ps, k in
-            zip(im.pairs, picked, strict=True)]
-    schedule = evaluate(instance, kept, plan.program, plan.release_ns,  # type: ignore[union-attr]
-                        timing="separate-noc")  # the model's semantics
+    if im.timing == "shared-noc":
+        schedule = hinted_schedule(instance, im.pairs, plan, warm)[1]
+    else:
+        kept = [Choice(exec=ps[k].exec, preload=ps[k].preload) for ps, k in
+                zip(im.pairs, picked, strict=True)]
+        schedule = evaluate(instance, kept, plan.program, plan.release_ns,
+                            timing="separate-noc")  # the model's semantics
     starts = schedule.load_start
     for j, row in enumerate(im.pick):
         for k, v in enumerate(row):
@@ -206,6 +250,15 @@ def set_warm_values(im: IlpModel, instance: Instance, plan: Plan | None) -> bool
         v.setInitialValue(int(slot[j] <= i))
     for (j, k, i), v in im.pend.items():
         v.setInitialValue(int(k == picked[j] and slot[j] <= i))
+    if im.port is not None:
+        for j, length in im.load_len.items():
+            if isinstance(length, pulp.LpVariable):
+                length.setInitialValue(schedule.load_end[j] - schedule.load_start[j])
+        for i, length in enumerate(im.exec_len):
+            if isinstance(length, pulp.LpVariable):
+                length.setInitialValue(schedule.exec_end[i] - schedule.exec_start[i])
+        warm_port_rows(im.port, [ps[k] for ps, k in zip(im.pairs, picked, strict=True)],
+                       schedule)
     return True
 
 
@@ -343,16 +396,19 @@ def _sigint_noted() -> Iterator[list[bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
-def read_solution(im: IlpModel) -> tuple[list[Choice], list[int], list[int], list[int]]:
-    choice, starts, lens = [], [], []
+def read_solution(im: IlpModel) -> ModelTimes:
+    choice, starts, ends = [], [], []
     for j, ps in enumerate(im.pairs):
         k = max(range(len(ps)), key=lambda k: im.pick[j][k].varValue or 0.0)
         choice.append(Choice(exec=ps[k].exec, preload=ps[k].preload))
-        lens.append(ps[k].load_ns)
         v = im.load_start[j]
-        starts.append(round(v.varValue or 0.0) if v is not None else 0)
-    ends = [round(v.varValue or 0.0) for v in im.exec_end]
-    return choice, starts, lens, ends
+        start = round(v.varValue or 0.0) if v is not None else 0
+        starts.append(start)
+        length = im.load_len.get(j)
+        ends.append(start + (round(pulp.value(length)) if length is not None and v is not None
+                             else ps[k].load_ns))
+    return ModelTimes(choice, starts, ends, [round(v.varValue or 0.0) for v in im.exec_start],
+                      [round(v.varValue or 0.0) for v in im.exec_end])
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
@@ -363,12 +419,13 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if solver not in SOLVERS:
         raise UsageError(f"ilp solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
     restrict = Restrictions.from_params(params)
+    timing = options.timing
     if options.work_limit is not None:
         raise UsageError("ilp has no deterministic work limit (HiGHS and CBC offer none); its "
                          "runs repeat when they finish within --time-limit")
     claims = {**restrict.claims(), "solver": solver}
     try:
-        im = build(instance, restrict, deadline=deadline)
+        im = build(instance, restrict, timing=timing, deadline=deadline)
         warm = set_warm_values(im, instance, options.warm_plan)
         out = run_solver(im, options, solver, warm, deadline)
     except (OutOfTime, KeyboardInterrupt) as stop:
@@ -379,26 +436,31 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if not out.has_solution:
         if out.status.lower() == "infeasible":
             raise UsageError(f"instance {instance.name!r} is infeasible")
-        plan = fallback(instance, options.warm_plan, "ilp", started, out.bound, claims,
-                        options.timing)
+        plan = fallback(instance, options.warm_plan, "ilp", started, out.bound, claims, timing)
         if plan is not None:
             return plan
         if out.interrupted:
             raise KeyboardInterrupt
         raise UsageError(f"ilp found no plan within {options.time_limit_s} s "
                          "(try a longer --time-limit or --warm-start)")
-    choice, starts, lens, ends = read_solution(im)
-    program = decode_program(starts, lens, ends)
-    claims["model_timing"] = "separate-noc"
-    plan = make_plan(instance, choice, program, method="ilp", started=started,
-                     timing=options.timing, params=claims)
+    times = read_solution(im)
+    program = decode(instance, times)
+    claims["model_timing"] = timing
+    release: dict[Instr, int] = {}
+    if timing == "shared-noc":
+        release, schedule = replay_shared(instance, program, times)
+        if out.objective is not None and schedule.makespan_ns > round(out.objective):
+            raise AssertionError(f"ilp: 5b replay {schedule.makespan_ns} above objective "
+                                 f"{out.objective}")
+    plan = make_plan(instance, times.choice, program, method="ilp", started=started,
+                     timing=timing, params=claims, release_ns=release)
     assert plan.claims is not None
     makespan = plan.claims.makespan_ns
     bound = out.bound if out.bound is not None else (out.objective if out.proven else None)
     lower = claimed_bound(instance, bound, makespan)
-    return make_plan(instance, choice, program, method="ilp", started=started,
-                     timing=options.timing, status="optimal" if lower == makespan else "feasible",
-                     lower_bound_ns=lower, params=claims)
+    return make_plan(instance, times.choice, program, method="ilp", started=started,
+                     timing=timing, status="optimal" if lower == makespan else "feasible",
+                     lower_bound_ns=lower, params=claims, release_ns=release)
 
 
 def _unsolved(instance: Instance, options: SolveOptions, started: float, claims: dict,

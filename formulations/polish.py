@@ -5,7 +5,9 @@ a window of `width` consecutive ops, keep every other op's pair and issue slot a
 order of their loads, and let CP-SAT choose the window's pairs, slots and load order (the
 whole instance's timing and SRAM rows stay in the model, so the effect on everything
 downstream is exact). Accept a window's solution when its replayed makespan is lower; slide
-the window by `stride`; stop after a pass with no improvement or when time runs out. The
+the window by `stride`; stop after a pass with no improvement or when time runs out. Under
+5b the windows are solved with the 5b model (times and releases of every op stay free; the
+decoded plan carries the releases that bind). The
 result is a local optimum of this neighbourhood, not a proven optimum: its status is
 `feasible` unless the Ideal bound (or, with `certify`, the LP relaxation bound, which holds
 for the instance's execution order) meets it.
@@ -21,19 +23,21 @@ from ortools.sat.python import cp_model
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
-from elk_opt.problem import Choice, Instance, Instr, Plan
+from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
     Pair,
     Restrictions,
     claimed_bound,
-    decode_program,
+    decode,
     feasible_pairs,
+    hint_index,
     warm_decisions,
 )
-from formulations.cpsat import add_hint, build, hint_index, read_choice, solver_for
+from formulations.cpsat_model import add_hint, build, read_times, solver_for
 from formulations.cpsat_run import Interrupt
 from formulations.ilp import lp_bound
+from formulations.replay import hinted_schedule, replay_shared
 
 KNOBS = {"width": 24, "stride": 12, "window_time": 10.0, "certify": False}
 
@@ -46,12 +50,13 @@ class Incumbent:
     plan: Plan
 
 
-def _incumbent(instance: Instance, pairs: list[list[Pair]], plan: Plan) -> Incumbent:
-    warm = warm_decisions(instance, plan)
+def _incumbent(instance: Instance, pairs: list[list[Pair]], plan: Plan,
+               timing: Timing) -> Incumbent:
+    warm = warm_decisions(instance, plan, timing)
     if warm is None:
         raise UsageError("polish needs a warm-start plan that executes in the instance's order")
-    choice, slot, starts = warm
-    pick = [hint_index(instance, j, c, ps) for j, (c, ps) in
+    choice, slot, starts = warm.choice, warm.slot, list(warm.schedule.load_start)
+    pick = [hint_index(instance, j, c, ps, timing) for j, (c, ps) in
             enumerate(zip(choice, pairs, strict=True))]
     return Incumbent(pick, slot, starts, plan)
 
@@ -71,23 +76,31 @@ def _knobs(params: dict) -> dict:
 
 
 def _window_model(instance: Instance, pairs: list[list[Pair]], inc: Incumbent, first: int,
-                  stop: int, reach: int):
-    """The model with every op outside [first, stop) pinned to the incumbent."""
+                  stop: int, reach: int, timing: Timing):
+    """The model with every op outside [first, stop) pinned to the incumbent (its pair, its
+    issue slot and its place in the HBM order; under 5b its times stay free)."""
     n = len(pairs)
     outside = [j for j in range(n) if not first <= j < stop]
     sub_pairs = [ps if first <= j < stop else [ps[inc.pick[j]]] for j, ps in enumerate(pairs)]
     fixed = {j: (0, inc.slot[j]) for j in outside}
     chain = sorted((j for j in outside if sub_pairs[j][0].load_ns > 0),
                    key=lambda j: (inc.load_start[j], j))
-    cm = build(instance, Restrictions(window=reach), fixed=fixed, pairs=sub_pairs, chain=chain)
+    cm = build(instance, Restrictions(window=reach), fixed=fixed, pairs=sub_pairs, chain=chain,
+               timing=timing)
     add_hint(cm, instance, inc.plan)
     # Nothing the window decides can move what ends before its earliest possible issue slot:
-    # freeze those executes, and the loads issued before it, at the incumbent's times.
+    # freeze those executes, and the loads issued before it, at the incumbent's times (the
+    # times the hint gives: a restriction the incumbent satisfies).
     freeze = first - reach
     if freeze > 0:
-        choice = [Choice(exec=ps[0].exec, preload=ps[0].preload) if len(ps) == 1 else c
-                  for ps, c in zip(sub_pairs, inc.plan.choice, strict=True)]
-        times = evaluate(instance, choice, inc.plan.program, timing="separate-noc")  # the model's
+        if timing == "shared-noc":
+            warm = warm_decisions(instance, inc.plan, timing)
+            assert warm is not None
+            times = hinted_schedule(instance, sub_pairs, inc.plan, warm)[1]
+        else:
+            choice = [Choice(exec=ps[0].exec, preload=ps[0].preload) if len(ps) == 1 else c
+                      for ps, c in zip(sub_pairs, inc.plan.choice, strict=True)]
+            times = evaluate(instance, choice, inc.plan.program, timing="separate-noc")
         for i in range(freeze):
             cm.model.add(cm.exec_end[i] == times.exec_end[i])
         for j in outside:
@@ -101,9 +114,10 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     knobs = _knobs(dict(options.params))
     if options.warm_plan is None:
         raise UsageError("polish needs a plan to start from: give --warm-start METHOD")
-    pairs = feasible_pairs(instance)
+    timing = options.timing
+    pairs = feasible_pairs(instance, timing)
     n = len(pairs)
-    inc = _incumbent(instance, pairs, options.warm_plan)
+    inc = _incumbent(instance, pairs, options.warm_plan, timing)
     best = evaluate(instance, inc.plan.choice, inc.plan.program, inc.plan.release_ns,
                     timing=options.timing)
     if best.peak_sram_bytes > instance.chip.sram_bytes:
@@ -126,23 +140,27 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 if left is not None and left <= 0.05:
                     break
                 reach = width + max(j - s for j, s in enumerate(inc.slot))
-                cm = _window_model(instance, pairs, inc, first, stop, reach)
+                cm = _window_model(instance, pairs, inc, first, stop, reach, timing)
                 # with a work limit (per window), no wall limit of its own: repeatable
                 own = None if options.work_limit is not None else knobs["window_time"]
                 limit = own if left is None else left if own is None else min(own, left)
-                solver = solver_for(options, limit)
+                solver = solver_for(options, limit, timing)
                 status = interrupt.solve(solver, cm.model)
                 windows += 1
                 if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
                     continue
                 if round(solver.objective_value) >= best.makespan_ns:
                     continue
-                choice, starts, lens, ends = read_choice(cm, solver)
-                program = decode_program(starts, lens, ends)
-                schedule = evaluate(instance, choice, program, timing=options.timing)
+                times = read_times(cm, solver)
+                program = decode(instance, times)
+                release: dict[Instr, int] = {}
+                if timing == "shared-noc":
+                    release, schedule = replay_shared(instance, program, times)
+                else:
+                    schedule = evaluate(instance, times.choice, program, timing=timing)
                 if schedule.makespan_ns >= best.makespan_ns:
                     continue
-                inc = _accept(instance, pairs, choice, program)
+                inc = _accept(instance, pairs, times.choice, program, release, timing)
                 best = schedule
                 improved += 1
                 gained = True
@@ -159,7 +177,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     lower = claimed_bound(instance, lp, makespan)
     params = {"exec_order": "instance", **knobs, "passes": passes, "windows_solved": windows,
               "windows_improved": improved, "start_makespan_ns": start_makespan,
-              "warm_start": options.warm_start, "model_timing": "separate-noc",
+              "warm_start": options.warm_start, "model_timing": timing,
               **({"interrupted": True} if interrupt.seen else {})}
     return make_plan(instance, inc.plan.choice, inc.plan.program, method="polish",
                      started=started, timing=options.timing,
@@ -168,6 +186,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
 
 
 def _accept(instance: Instance, pairs: list[list[Pair]], choice: list[Choice],
-            program: tuple[Instr, ...]) -> Incumbent:
-    plan = Plan(instance=instance, choice=tuple(choice), program=program)
-    return _incumbent(instance, pairs, plan)
+            program: tuple[Instr, ...], release: dict[Instr, int], timing: Timing) -> Incumbent:
+    plan = Plan(instance=instance, choice=tuple(choice), program=program, release_ns=release,
+                timing=timing)
+    return _incumbent(instance, pairs, plan, timing)

@@ -17,32 +17,35 @@ def synthetic_instances(draw, max_ops: int = 40, max_plans: int = 5) -> Instance
 
 
 @st.composite
-def random_instances(draw, max_ops: int = 6, max_plans: int = 3, noc: bool = False) -> Instance:
+def random_instances(draw, max_ops: int = 6, max_plans: int = 3, noc: bool = False,
+                     max_ns: int = 100) -> Instance:
     """Small unstructured instances: random DAG, random plans, random compatibility.
 
     SRAM always fits every op alone (some pair, both layouts), so every instance is feasible.
     With `noc`, plans use the NoC port (section 5b): some through `noc_ns`, some through bytes
-    at a port of 1e9 B/s (1 byte = 1 ns of port time).
+    at a port of 1e9 B/s (1 byte = 1 ns of port time). Durations are at most `max_ns` (port
+    times 1.2x that, warm-ups a fifth).
     """
+    port = max_ns * 6 // 5
     n = draw(st.integers(1, max_ops))
     ops = []
     for i in range(n):
         inputs = sorted(draw(st.sets(st.integers(0, i - 1), max_size=2))) if i else []
         n_exec = draw(st.integers(1, max_plans))
         n_pre = draw(st.integers(1, max_plans))
-        execs = [ExecPlan(id=k, time_ns=draw(st.integers(1, 100)),
+        execs = [ExecPlan(id=k, time_ns=draw(st.integers(1, max_ns)),
                           space_bytes=draw(st.integers(1, 60)),
-                          noc_bytes=draw(st.integers(0, 120)) if noc else 0,
-                          noc_ns=draw(st.none() | st.integers(0, 120)) if noc else None)
+                          noc_bytes=draw(st.integers(0, port)) if noc else 0,
+                          noc_ns=draw(st.none() | st.integers(0, port)) if noc else None)
                  for k in range(n_exec)]
         zero_load = draw(st.booleans())
         preloads = [PreloadPlan(id=k, space_bytes=0 if zero_load else draw(st.integers(0, 60)),
-                                load_ns=0 if zero_load else draw(st.integers(0, 100)),
-                                noc_ns=draw(st.none() | st.integers(0, 120)) if noc else None)
+                                load_ns=0 if zero_load else draw(st.integers(0, max_ns)),
+                                noc_ns=draw(st.none() | st.integers(0, port)) if noc else None)
                     for k in range(n_pre)]
         pairs = draw(st.sets(st.tuples(st.integers(0, n_pre - 1), st.integers(0, n_exec - 1)),
                              min_size=1, max_size=n_pre * n_exec))
-        warmup = [Warmup(preload=q, exec=p, time_ns=draw(st.integers(0, 20)))
+        warmup = [Warmup(preload=q, exec=p, time_ns=draw(st.integers(0, max_ns // 5)))
                   for q, p in sorted(pairs)]
         ops.append(Op(name=f"op{i}", kind="random", layer=None, inputs=tuple(inputs),
                       hbm_bytes=0, flops=0, exec_plans=tuple(execs),

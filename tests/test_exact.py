@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from hypothesis import given, settings
@@ -23,7 +24,8 @@ from tests.strategies import random_instances, synthetic_instances
 from tests.tiny import parse, tiny_instance
 from verify import check
 
-ONE = SolveOptions(threads=1)
+ONE = SolveOptions(threads=1, timing="separate-noc")
+TWO = SolveOptions(threads=2, timing="separate-noc")
 
 
 def _sound(plan) -> int:
@@ -31,6 +33,7 @@ def _sound(plan) -> int:
     report = check(plan_to_dict(plan))
     assert report.valid, report.violations
     c = plan.claims
+    assert plan.timing == "separate-noc"
     assert c.makespan_ns == evaluate_plan(plan).makespan_ns == report.makespan_ns
     assert c.lower_bound_ns is None or c.lower_bound_ns <= c.makespan_ns
     assert (c.status == "optimal") == (c.lower_bound_ns == c.makespan_ns)
@@ -59,18 +62,19 @@ def test_three_methods_agree_on_synthetic_instances(instance):
 @settings(max_examples=15)
 @given(synthetic_instances(max_ops=14, max_plans=4))
 def test_optimum_beats_every_heuristic_and_meets_its_bound(instance):
-    plan = cpsat.solve(instance, SolveOptions(threads=2))
+    plan = cpsat.solve(instance, TWO)
     assert plan.claims.status == "optimal"
     best = _sound(plan)
     for name in heuristics():
-        other = run_method(instance, name)
+        other = run_method(instance, name, TWO)
         if [i for kind, i in other.program if kind == "E"] == list(range(len(instance.ops))):
             assert best <= other.claims.makespan_ns, name
 
 
 def test_cbc_agrees_with_highs():
     instance = synthetic_instance(ops=6, plans=3, seed=5, tightness=0.6)
-    cbc = ilp.solve(instance, SolveOptions(threads=1, params={"solver": "cbc"}))
+    cbc = ilp.solve(instance, SolveOptions(threads=1, timing="separate-noc",
+                                           params={"solver": "cbc"}))
     assert cbc.claims.status == "optimal"
     assert _sound(cbc) == _sound(ilp.solve(instance, ONE))
 
@@ -92,8 +96,8 @@ def test_reordered_preloads_beat_fifo_and_fifo_is_recorded():
     # FIFO must load op1 after E0 and op2 after op1 (102 ns).
     instance = tiny_instance([(1, 0, 50, 5, 0), (10, 6, 1, 6, 0), (40, 4, 1, 4, 0)], sram=10)
     free = cpsat.solve(instance, ONE)
-    fifo = cpsat.solve(instance, SolveOptions(threads=1, params={"fifo": True}))
-    fifo_ilp = ilp.solve(instance, SolveOptions(threads=1, params={"fifo": True}))
+    fifo = cpsat.solve(instance, replace(ONE, params={"fifo": True}))
+    fifo_ilp = ilp.solve(instance, replace(ONE, params={"fifo": True}))
     assert _sound(free) == 63 and _sound(fifo) == _sound(fifo_ilp) == 102
     assert fifo.claims.params["fifo"] is True and "fifo" not in free.claims.params
     loads = [j for kind, j in fifo.program if kind == "P" and instance.ops[j].preload_plans[0]
@@ -105,8 +109,7 @@ def test_reordered_preloads_beat_fifo_and_fifo_is_recorded():
 def test_restrictions_are_honoured_and_recorded(model):
     instance = synthetic_instance(ops=10, plans=3, seed=2, tightness=0.0)
     free = model.solve(instance, ONE)
-    capped = model.solve(instance, SolveOptions(threads=1, params={"max_pending": 1,
-                                                                    "window": 2}))
+    capped = model.solve(instance, replace(ONE, params={"max_pending": 1, "window": 2}))
     assert capped.claims.params["max_pending"] == 1 and capped.claims.params["window"] == 2
     schedule = evaluate_plan(capped)
     assert max(schedule.preload_count) <= 1
@@ -119,21 +122,21 @@ def test_restrictions_are_honoured_and_recorded(model):
 
 def test_time_limit_returns_a_feasible_plan_with_a_bound():
     instance = synthetic_instance(ops=72, plans=6, seed=1, tightness=0.6)
-    warm = run_method(instance, "basic")
+    warm = run_method(instance, "basic", ONE)
     for model in (cpsat, ilp):
-        plan = model.solve(instance, SolveOptions(time_limit_s=1.0, threads=1,
-                                                  warm_start="basic", warm_plan=warm))
+        plan = model.solve(instance, replace(ONE, time_limit_s=1.0, warm_start="basic",
+                                             warm_plan=warm))
         assert plan.claims.status in ("optimal", "feasible")
         assert plan.claims.lower_bound_ns is not None
         assert _sound(plan) <= warm.claims.makespan_ns
-    plan = run_method(instance, "polish", SolveOptions(time_limit_s=1.0, warm_start="basic",
-                                                        warm_plan=warm))
+    plan = run_method(instance, "polish", replace(ONE, time_limit_s=1.0, warm_start="basic",
+                                                  warm_plan=warm))
     assert _sound(plan) <= warm.claims.makespan_ns
 
 
 def test_warm_start_is_recorded_and_method_runs_via_registry():
     instance = synthetic_instance(ops=8, plans=3, seed=3, tightness=0.5)
-    plan = run_method(instance, "cpsat", SolveOptions(threads=1, warm_start="basic"))
+    plan = run_method(instance, "cpsat", replace(ONE, warm_start="basic"))
     assert plan.claims.params["warm_start"] == "basic"
     assert plan.claims.status == "optimal"
 
@@ -141,14 +144,15 @@ def test_warm_start_is_recorded_and_method_runs_via_registry():
 def test_enumeration_finds_the_hand_computed_optimum():
     instance = tiny_instance([(5, 10, 20, 10, 1), (30, 50, 10, 10, 0), (5, 50, 10, 10, 0)],
                              sram=80)
-    # Both later loads beside E0 need 10 + 50 + 50 > 80 B; P1 beside E0 gives the HBM bound:
-    # P0 0-5, P1 5-35, E0 5-26, P2 35-40, E1 35-45, E2 45-55.
+    # Both later loads beside E0 need 10 + 50 + 50 > 80 B. R5 charges op1 its larger layout
+    # (50 B) at E1, so P2 (50 B) cannot be pending there either: P0 0-5, P1 5-35, E0 5-26,
+    # E1 35-45, then P2 45-50 and E2 50-60.
     best = enumerate_optimum(instance)
-    assert best.makespan_ns == 55
-    assert best.program == tuple(parse("P0 P1 E0 P2 E1 E2"))
-    assert evaluate(instance, best.choice, best.program).makespan_ns == 55
+    assert best.makespan_ns == 60
+    assert best.program == tuple(parse("P0 P1 E0 E1 P2 E2"))
+    assert evaluate(instance, best.choice, best.program, timing="separate-noc").makespan_ns == 60
     for model in (cpsat, ilp):
-        assert model.solve(instance, ONE).claims.makespan_ns == 55
+        assert model.solve(instance, ONE).claims.makespan_ns == 60
 
 
 def test_infeasible_instance_is_a_usage_error():
@@ -168,7 +172,7 @@ def test_window_bound_never_exceeds_the_optimum(instance, width):
 @settings(max_examples=10)
 @given(synthetic_instances(max_ops=16, max_plans=3), st.integers(2, 8))
 def test_window_and_lp_bounds_hold_on_synthetic_instances(instance, width):
-    best = cpsat.solve(instance, SolveOptions(threads=2))
+    best = cpsat.solve(instance, TWO)
     assert best.claims.status == "optimal"
     assert window_bound(instance, width=width).bound_ns <= best.claims.makespan_ns
     assert ilp.lp_bound(instance) <= best.claims.makespan_ns
@@ -178,7 +182,7 @@ def test_bound_and_solve_commands(tmp_path, capsys):
     inst, plan, out = tmp_path / "i.json", tmp_path / "p.json", tmp_path / "b.json"
     save_instance(inst, synthetic_instance(ops=12, plans=3, seed=7, tightness=0.8))
     assert main(["solve", str(inst), "--method", "cpsat", "--threads", "2", "--param",
-                 "window=3", "-o", str(plan)]) == 0
+                 "window=3", "--timing", "separate-noc", "-o", str(plan)]) == 0
     claims = json.loads(plan.read_text())["claims"]
     assert claims["params"]["window"] == 3 and claims["status"] == "optimal"
     assert main(["bound", str(inst), "--window", "4", "--threads", "1", "-o", str(out)]) == 0
@@ -195,20 +199,20 @@ def test_bound_and_solve_commands(tmp_path, capsys):
 @settings(max_examples=8)
 @given(synthetic_instances(max_ops=30, max_plans=4))
 def test_polish_never_worsens_its_start_and_verifies(instance):
-    plan = run_method(instance, "polish", SolveOptions(
-        threads=2, warm_start="basic", params={"width": 6, "stride": 3, "window_time": 2.0}))
+    plan = run_method(instance, "polish", replace(
+        TWO, warm_start="basic", params={"width": 6, "stride": 3, "window_time": 2.0}))
     start = plan.claims.params["start_makespan_ns"]
-    assert start == run_method(instance, "basic").claims.makespan_ns
+    assert start == run_method(instance, "basic", ONE).claims.makespan_ns
     assert _sound(plan) <= start
     assert plan.claims.params["warm_start"] == "basic"
 
 
 def test_polish_with_one_window_is_the_exact_optimum():
     instance = synthetic_instance(ops=10, plans=3, seed=11, tightness=0.6)
-    plan = run_method(instance, "polish", SolveOptions(threads=2, warm_start="basic",
-                                                        params={"width": 10, "certify": True}))
+    plan = run_method(instance, "polish", replace(TWO, warm_start="basic",
+                                                  params={"width": 10, "certify": True}))
     assert plan.claims.lower_bound_ns >= ilp.lp_bound(instance)
-    assert _sound(plan) == cpsat.solve(instance, SolveOptions(threads=2)).claims.makespan_ns
+    assert _sound(plan) == cpsat.solve(instance, TWO).claims.makespan_ns
     with pytest.raises(UsageError, match="unknown polish parameter"):
         run_method(instance, "polish", SolveOptions(warm_start="basic", params={"fifo": True}))
     with pytest.raises(UsageError, match="polish needs"):
@@ -221,7 +225,7 @@ def test_polish_with_one_window_is_the_exact_optimum():
        st.sampled_from([{"fifo": True}, {"window": 1}, {"max_pending": 1},
                         {"fifo": True, "window": 2, "max_pending": 2}]))
 def test_models_agree_under_restrictions(instance, params):
-    options = SolveOptions(threads=1, params=params)
+    options = replace(ONE, params=params)
     a, b = cpsat.solve(instance, options), ilp.solve(instance, options)
     assert a.claims.status == b.claims.status == "optimal"
     assert _sound(a) == _sound(b) >= enumerate_optimum(instance).makespan_ns
@@ -238,7 +242,7 @@ def test_warm_starts_are_complete_feasible_solutions_of_both_models(instance):
 
     from formulations.common import Restrictions
     for name in heuristics():
-        plan = run_method(instance, name)
+        plan = run_method(instance, name, ONE)
         if [i for kind, i in plan.program if kind == "E"] != list(range(len(instance.ops))):
             continue
         im = ilp.build(instance, Restrictions())
