@@ -133,8 +133,9 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
 
     A start plan made for section 5 (or by a heuristic) often lets loads run beside
     port-heavy executes; the 5b model with its discrete decisions fixed finds the releases
-    that avoid that, quickly (only times are free). None if the plan does not execute in the
-    instance's order, breaks R5 or the restrictions, or nothing is found in time.
+    that avoid that, quickly (only times are free); when nothing better is found in time, the
+    plan's own 5b timing. None if the plan does not execute in the instance's order, or
+    breaks R5 or the restrictions.
     """
     warm = warm_decisions(instance, plan, "shared-noc")
     if warm is None or warm.schedule.peak_sram_bytes > instance.chip.sram_bytes:
@@ -154,7 +155,9 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
     solver = solver_for(replace(options, verbose=False, gap=None),
                         None if left is None else RETIME_SHARE * left, "shared-noc")
     if solver.solve(cm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return None
+        # no better timing in time: the plan as it is still starts (and bounds) the search
+        return make_plan(instance, plan.choice, plan.program, method="cpsat", started=started,
+                         timing="shared-noc", release_ns=plan.release_ns)
     times = read_times(cm, solver)
     program = decode(instance, times)
     release, _schedule = replay_shared(instance, program, times)

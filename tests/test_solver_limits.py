@@ -134,7 +134,10 @@ def test_sigint_stops_ilp_at_once_and_writes_its_best_plan(tmp_path):
 
 def test_sigint_ends_polish_with_its_incumbent(tmp_path):
     # CP-SAT swallows the SIGINT of each window it solves; polish must still stop.
-    code, waited, plan = _interrupt_solve(tmp_path, "polish", "polish: start")
+    # under 5b its windows take seconds each, so the signal lands mid-search
+    code, waited, plan = _interrupt(tmp_path, ["solve", "--method", "polish", "--time-limit",
+                                               "120", "--threads", "1", "--timing",
+                                               "shared-noc"], "polish: start", 3.0)
     assert code == 0 and waited < PROMPT_S
     claims = plan["claims"]
     assert claims["params"]["interrupted"] is True
