@@ -15,7 +15,6 @@ for the instance's execution order) meets it.
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 
@@ -24,6 +23,7 @@ from ortools.sat.python import cp_model
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
+from elk_opt.progress import say, track
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
     Pair,
@@ -126,13 +126,15 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     deadline = None if options.time_limit_s is None else started + options.time_limit_s
     start_makespan = best.makespan_ns
     passes = improved = windows = 0
-    print(f"polish: start {start_makespan:,} ns, windows of {width} ops every {stride}",
-          file=sys.stderr)
+    say(f"polish: start {start_makespan:,} ns, windows of {width} ops every {stride}",
+        enabled=options.progress)
     with Interrupt() as interrupt:
         while True:
             passes += 1
             gained = False
-            for first in range(0, max(1, n - width + stride), stride):
+            firsts = range(0, max(1, n - width + stride), stride)
+            for first in track(firsts, f"polish pass {passes}", unit="window",
+                               enabled=options.progress):
                 if interrupt.seen:  # a SIGINT: keep what was accepted so far
                     break
                 stop = min(n, first + width)
@@ -164,15 +166,15 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 best = schedule
                 improved += 1
                 gained = True
-                print(f"  pass {passes} ops {first}-{stop - 1}: {best.makespan_ns:,} ns",
-                      file=sys.stderr)
+                say(f"  pass {passes} ops {first}-{stop - 1}: {best.makespan_ns:,} ns",
+                    enabled=options.progress)
             if interrupt.seen or not gained or (deadline is not None
                                                 and time.perf_counter() >= deadline - 0.05):
                 break
     makespan = best.makespan_ns
     lp = None
     if knobs["certify"] and not interrupt.seen:
-        print("polish: LP relaxation bound...", file=sys.stderr)
+        say("polish: LP relaxation bound...", enabled=options.progress)
         lp = lp_bound(instance)
     lower = claimed_bound(instance, lp, makespan)
     params = {"exec_order": "instance", **knobs, "passes": passes, "windows_solved": windows,

@@ -11,7 +11,6 @@ The bound sees memory and per-window load order; the Ideal bound sees total HBM 
 
 from __future__ import annotations
 
-import sys
 import time
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from ortools.sat.python import cp_model
 
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Op
+from elk_opt.progress import report_progress
 from formulations.common import Restrictions, ceil_integer
 from formulations.cpsat import build
 from formulations.cpsat_run import Interrupt
@@ -58,8 +58,9 @@ def window_bound(instance: Instance, width: int = 12, time_limit_s: float = 2.0,
     n = len(instance.ops)
     total = proven = solved = 0
     starts = range(0, n, width)
-    with Interrupt() as interrupt:
-        for k, first in enumerate(starts):
+    with Interrupt() as interrupt, report_progress(len(starts), "window bound", unit="window",
+                                                   enabled=progress) as shown:
+        for first in starts:
             stop = min(n, first + width)
             cm = build(window_instance(instance, first, stop), Restrictions(),
                        free_first=first > 0)
@@ -75,10 +76,8 @@ def window_bound(instance: Instance, width: int = 12, time_limit_s: float = 2.0,
             bound = solver.best_objective_bound
             total += max(0, ceil_integer(bound))
             solved += 1
-            if progress:
-                state = "interrupted" if interrupt.seen else solver.status_name(status).lower()
-                print(f"  window {k + 1}/{len(starts)} ops {first}-{stop - 1}: {state}, "
-                      f"running bound {total:,} ns", file=sys.stderr)
+            state = "interrupted" if interrupt.seen else solver.status_name(status).lower()
+            shown.advance(status=f"ops {first}-{stop - 1} {state}, running bound {total:,} ns")
             if interrupt.seen:
                 break
     return WindowBound(total, len(starts), proven, time.perf_counter() - started, solved)
