@@ -203,7 +203,7 @@ def test_the_api_is_quiet_unless_asked(capsys):
     elk_opt.build_instance("llama2-7b", layers=1, progress=True)
     elk_opt.bound(small, window=3, window_time_s=1, threads=1, progress=True)
     out, err = capsys.readouterr()
-    assert out == "" and "plan search: " in err and "window 2/2" in err
+    assert out == "" and "plan search: " in err and "window bound: 2/2 windows" in err
 
 
 # ------------------------------------------------------------------- a real terminal
