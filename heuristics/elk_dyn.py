@@ -3,7 +3,8 @@
 Under shared-noc its allocation and scores see the NoC port and its loads are then held back
 where they would slow a NoC-heavy execute more than waiting costs (heuristics.inductive,
 heuristics.delays), the preload order kept. Knobs (SolveOptions.params, 0 or 1, default 1),
-for ablations: port_prices, port_score, hold_loads (heuristics.inductive.PortAware).
+for ablations: port_prices, port_score, hold_loads, preload_region
+(heuristics.inductive.PortAware); with all four 0 it is the paper's Elk-Dyn, scored under 5b.
 """
 
 from __future__ import annotations
@@ -14,9 +15,16 @@ from elk_opt.cheap_bound import best_cheap_bound
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
-from heuristics.inductive import PortAware, preload_counts, schedule_best, weighted_ladders
+from heuristics.inductive import (
+    PortAware,
+    ladder_sets,
+    preload_counts,
+    preload_regions,
+    schedule_best,
+)
 
-KNOBS = {"port_prices": "prices", "port_score": "score", "hold_loads": "hold"}
+KNOBS = {"port_prices": "prices", "port_score": "score", "hold_loads": "hold",
+         "preload_region": "region"}
 
 
 def port_aware(options: SolveOptions) -> PortAware:
@@ -32,14 +40,16 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     aware = port_aware(options)
     found = schedule_best(instance, range(len(instance.ops)),
-                          weighted_ladders(instance, options.timing, aware), options.timing,
-                          reorder=False, aware=aware)
+                          ladder_sets(instance, options.timing, aware), options.timing,
+                          reorder=False, aware=aware,
+                          regions=preload_regions(instance, options.timing, aware))
     assert found is not None  # the identity order never forces a pending preload
     counts = preload_counts(found.program)
     return make_plan(instance, found.choice, found.program, method="elk-dyn",
                      started=started, timing=options.timing,
                      lower_bound_ns=best_cheap_bound(instance, options.timing),
                      params={**dict(options.params), "load_weight": found.load_weight,
+                             "port_priced": found.port_priced, "preload_region": found.region,
                              "loads_held_back": found.held_back,
                              "max_preload_count": max(counts, default=0),
                              "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3)})

@@ -6,8 +6,12 @@ To keep a full model fast, every order is first scheduled on a slice of `screen_
 consecutive identical layers (the steady state that repeats through the model); the
 `finalists` best, and always the identity order, are then scheduled on the whole model, where
 the best makespan wins. The identity order on the whole model is exactly Elk-Dyn, so Elk-Full
-is never worse than Elk-Dyn. Knobs (SolveOptions.params): max_shift (2), screen_layers (4),
-finalists (4), max_orders (1000: candidates beyond it, in enumeration order, are not tried);
+is never worse than Elk-Dyn. The identity picks the ladder set and preload region
+(heuristics.inductive.schedule_best); the other orders are scheduled under those only, which
+keeps Elk-Full within a few times Elk-Dyn's time (trying every set and region for the
+finalists too was 2-4x slower and changed one of six large cells, by 0.5%). Knobs
+(SolveOptions.params): max_shift (2), screen_layers (4), finalists (4), max_orders (1000:
+candidates beyond it, in enumeration order, are not tried);
 the time limit, if any, stops the screening early.
 """
 
@@ -22,7 +26,14 @@ from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.progress import track
 from elk_opt.solution import SolveOptions, make_plan
-from heuristics.inductive import Scheduled, preload_counts, schedule_best, weighted_ladders
+from heuristics.inductive import (
+    LadderSet,
+    Scheduled,
+    ladder_sets,
+    preload_counts,
+    preload_regions,
+    schedule_best,
+)
 from heuristics.orders import Template, find_template, full_order, layer_orders
 
 DEFAULTS = {"max_shift": 2, "screen_layers": 4, "finalists": 4, "max_orders": 1000}
@@ -37,6 +48,11 @@ def _knobs(options: SolveOptions) -> dict[str, int]:
             raise UsageError(f"elk-full: parameter {key} must be a positive integer, got {value!r}")
         knobs[key] = value
     return knobs
+
+
+def _same(ladder_set: LadderSet, found: Scheduled) -> bool:
+    return (ladder_set.load_weight, ladder_set.port_priced) == (found.load_weight,
+                                                                found.port_priced)
 
 
 def _slice(instance: Instance, template: Template, layers: int) -> tuple[Instance, Template]:
@@ -62,12 +78,14 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     knobs = _knobs(options)
     n = len(instance.ops)
-    sets = weighted_ladders(instance, options.timing)
-    found = schedule_best(instance, tuple(range(n)), sets, options.timing, reorder=True)
+    sets = ladder_sets(instance, options.timing)
+    regions = preload_regions(instance, options.timing)
+    found = schedule_best(instance, tuple(range(n)), sets, options.timing, reorder=True,
+                          regions=regions)
     assert found is not None  # the identity order never forces a pending preload
     best: Scheduled = found
     best_layer: tuple[int, ...] | None = None
-    of_op, classes = sets[0][1]
+    of_op, classes = sets[0].ladders
     template = find_template(instance, of_op)
     tried = screened = 0
     if template is not None:
@@ -76,9 +94,10 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             layer_orders(template, layer_ladders, instance.chip.sram_bytes, knobs["max_shift"]),
             1, knobs["max_orders"] + 1))
         sub, sub_template = _slice(instance, template, knobs["screen_layers"])
-        # screening: the identity's load weight only, one sweep of held-back loads
-        sub_sets = [(w, lad) for w, lad in weighted_ladders(sub, options.timing)
-                    if w == found.load_weight]
+        # every order under the identity's ladder set and region; screening: one sweep of
+        # held-back loads
+        sub_sets = [s for s in ladder_sets(sub, options.timing) if _same(s, found)]
+        final_sets = [s for s in sets if _same(s, found)]
         scored: list[tuple[int, int, tuple[int, ...]]] = []
         for k, layer in enumerate(track(candidates, "elk-full: orders screened", unit="order",
                                         enabled=options.progress)):
@@ -86,13 +105,13 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                     time.perf_counter() - started > options.time_limit_s:
                 break
             got = schedule_best(sub, full_order(len(sub.ops), sub_template, layer), sub_sets,
-                                options.timing, reorder=True, sweeps=1)
+                                options.timing, reorder=True, sweeps=1, regions=(found.region,))
             screened += 1
             if got is not None:
                 scored.append((got.makespan_ns, k, layer))
         for _m, _k, layer in sorted(scored)[:knobs["finalists"]]:
-            got = schedule_best(instance, full_order(n, template, layer), sets, options.timing,
-                                reorder=True)
+            got = schedule_best(instance, full_order(n, template, layer), final_sets,
+                                options.timing, reorder=True, regions=(found.region,))
             tried += 1
             if got is not None and got.makespan_ns < best.makespan_ns:
                 best, best_layer = got, layer
@@ -102,6 +121,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                      lower_bound_ns=best_cheap_bound(instance, options.timing),
                      params={**knobs, "orders_screened": screened, "orders_scheduled": tried + 1,
                              "layer_preload_order": list(best_layer or ()) or "identity",
-                             "load_weight": best.load_weight, "loads_held_back": best.held_back,
+                             "load_weight": best.load_weight, "port_priced": best.port_priced,
+                             "preload_region": best.region, "loads_held_back": best.held_back,
                              "max_preload_count": max(counts, default=0),
                              "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3)})

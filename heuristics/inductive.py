@@ -36,6 +36,19 @@ the max-plus estimate. (The first pass does not: from an idle HBM every pending 
 seem to run beside E<i>.) Last, `schedule_best` holds back loads where contention costs more
 than waiting (heuristics.delays), timed exactly.
 
+Two more kinds of candidate under shared-noc, each of which fixed cells where Static beat
+Elk-Dyn on execution-bound decode models (elk-paper costs, bsp occupancy; BENCHMARKS.md).
+The ladders are also tried unpriced: the climate prices a rung's port use against the
+model's average partner, which can buy slower, port-light execute plans for the big matmuls
+where contention would barely have stretched the fast ones (Llama2-70B b32 KV4096: +1.9 ms
+of run time to cut 0.09 ms of stretch to 0.04). And each ladder set is also scheduled with a
+cap on the preloads' lead, the preload region of Static's best execute budget
+(heuristics.budgets):
+uncapped, the backward pass deepens the preload queue wherever its cut's score allows, so
+more loads run beside NoC-heavy executes than Static's fixed region lets run (Gemma2-27B b32
+KV4096, the same plans: 1.07 ms of execute stretch uncapped, 0.39 ms capped, 0.50 ms Static).
+The cap bounds only the lead: plans are still chosen by the cost-aware allocation.
+
 Departures from the paper, each because our semantics or our measurements asked for it: the
 cost-to-go is the exact max-plus suffix, not the paper's per-op time sum; ties between preload
 counts go to the larger one (a smaller t[i] also caps every earlier op, since t is
@@ -53,6 +66,7 @@ from dataclasses import dataclass
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.noc import shares
 from elk_opt.problem import Choice, Instance, Instr, Timing, program_from_issue
+from heuristics.budgets import best_budget
 from heuristics.climate import Climate
 from heuristics.delays import SWEEPS, delay_loads, held_back
 from heuristics.ladders import Ladder, OpLadders, op_classes
@@ -168,13 +182,15 @@ def _allocate(sram: int, execute: Ladder, pend: list[int], q_lad: list[Ladder | 
 
 def schedule(instance: Instance, order: Sequence[int],
              ladders: tuple[list[int], list[OpLadders]],
-             ref: Reference | None = None, port_score: bool = True) -> Decisions | None:
+             ref: Reference | None = None, port_score: bool = True,
+             region: int | None = None) -> Decisions | None:
     """Inductive scheduling under preload order `order`; None if the order cannot fit SRAM.
 
     Without `ref` each candidate is scored from an idle HBM; with it, from the state the
     reference schedule had at the same cut (loads it had issued keep their start times), and
     the execute at the cut shares the port with the loads queued beside it (rungs' demands,
-    all 0 under separate-noc).
+    all 0 under separate-noc). With a `region`, no execute has preloads pending beyond the
+    ones the order forces once their bytes (at their rungs so far) exceed it.
     """
     ops = instance.ops
     n = len(ops)
@@ -248,6 +264,8 @@ def schedule(instance: Instance, order: Sequence[int],
                 fast_max = max(fast_max, end + g[j])
                 fast_total += lad.space[q_idx[j]]
                 npend += 1
+            if region is not None and cand > lo and fast_total - execute.space[0] > region:
+                break
             if fast_total <= sram:
                 score = max(beside.end() + axs[cand - lo], fast_max, fast_clock + ahs[cand - lo])
                 if best is None or score <= best[0]:
@@ -307,15 +325,15 @@ def schedule(instance: Instance, order: Sequence[int],
 
 def schedule_refined(instance: Instance, order: Sequence[int],
                      ladders: tuple[list[int], list[OpLadders]], timing: Timing,
-                     rounds: int = ROUNDS, port_score: bool = True
+                     rounds: int = ROUNDS, port_score: bool = True, region: int | None = None
                      ) -> tuple[Decisions, Schedule] | None:
     """Schedule, then reschedule against the best timing so far while the makespan improves."""
-    first = schedule(instance, order, ladders)
+    first = schedule(instance, order, ladders, region=region)
     if first is None:
         return None
     best = (first, evaluate(instance, first.choice, first.program, timing=timing))
     for _ in range(rounds):
-        again = schedule(instance, order, ladders, Reference.of(*best), port_score)
+        again = schedule(instance, order, ladders, Reference.of(*best), port_score, region)
         if again is None:
             break
         timed = evaluate(instance, again.choice, again.program, timing=timing)
@@ -332,17 +350,41 @@ Ladders = tuple[list[int], list[OpLadders]]
 class PortAware:
     """The port-aware parts used under shared-noc: all by default (off: for ablations)."""
 
-    prices: bool = True  # ladders priced by the port climate
+    prices: bool = True  # ladders priced by the port climate are tried too
     score: bool = True  # the execute at the cut shares the port with its loads when scored
     hold: bool = True  # loads held back where contention costs more than waiting
+    region: bool = True  # Static's preload region is tried as a cap on the loads' lead
 
 
-def weighted_ladders(instance: Instance, timing: Timing, aware: PortAware = PortAware()
-                     ) -> list[tuple[float, Ladders]]:
-    """Ladders under every load weight; with port demands (and priced) under shared-noc."""
+@dataclass(frozen=True)
+class LadderSet:
+    """The ladders of one way of pricing plans."""
+
+    load_weight: float
+    port_priced: bool  # rungs' costs include the climate's port prices
+    ladders: Ladders
+
+
+def ladder_sets(instance: Instance, timing: Timing, aware: PortAware = PortAware()
+                ) -> list[LadderSet]:
+    """Ladders under every load weight (rungs carry port demands under shared-noc); under
+    shared-noc, with `aware.prices`, also priced by the port climate."""
     shared = timing == "shared-noc"
-    climate = Climate.of(instance) if shared and aware.prices else None
-    return [(w, op_classes(instance, w, climate, shared)) for w in LOAD_WEIGHTS]
+    climates = [None]
+    if shared and aware.prices:
+        climates.append(Climate.of(instance))
+    return [LadderSet(w, climate is not None, op_classes(instance, w, climate, shared))
+            for climate in climates for w in LOAD_WEIGHTS]
+
+
+def preload_regions(instance: Instance, timing: Timing, aware: PortAware = PortAware()
+                    ) -> tuple[int | None, ...]:
+    """Caps on the preloads' lead to try: none, and under shared-noc (with `aware.region`) the
+    preload region of Static's best execute budget."""
+    if timing != "shared-noc" or not aware.region:
+        return (None,)
+    budget = best_budget(instance, timing)[1]
+    return (None, instance.chip.sram_bytes - budget)
 
 
 @dataclass(frozen=True)
@@ -353,30 +395,36 @@ class Scheduled:
     program: tuple[Instr, ...]
     makespan_ns: int
     load_weight: float
+    port_priced: bool
+    region: int | None  # the cap on pending preload bytes it was scheduled under, if any
     held_back: int  # loads the port-aware pass issued later than the inductive schedule did
 
 
-def schedule_best(instance: Instance, order: Sequence[int],
-                  ladder_sets: list[tuple[float, Ladders]], timing: Timing, reorder: bool,
-                  sweeps: int = SWEEPS, aware: PortAware = PortAware()) -> Scheduled | None:
-    """The refined schedule under every load weight, its loads held back where contention
-    costs more than waiting (heuristics.delays, at most `sweeps` sweeps: the preload order
-    kept, then, with `reorder`, loads also let others pass); the best makespan (first on
+def schedule_best(instance: Instance, order: Sequence[int], sets: Sequence[LadderSet],
+                  timing: Timing, reorder: bool, sweeps: int = SWEEPS,
+                  aware: PortAware = PortAware(),
+                  regions: Sequence[int | None] = (None,)) -> Scheduled | None:
+    """The refined schedule under every ladder set and region, its loads held back where
+    contention costs more than waiting (heuristics.delays, at most `sweeps` sweeps: the preload
+    order kept, then, with `reorder`, loads also let others pass); the best makespan (first on
     ties)."""
     best = None
-    for weight, ladders in ladder_sets:
-        got = schedule_refined(instance, order, ladders, timing, port_score=aware.score)
-        if got is None:
-            continue
-        decisions = got[0]
-        delayed = delay_loads(instance, decisions.choice, decisions.program, timing, False,
-                              sweeps if aware.hold else 0)
-        if reorder:
-            delayed = delay_loads(instance, decisions.choice, delayed.program, timing, True,
+    for region in regions:
+        for lad in sets:
+            got = schedule_refined(instance, order, lad.ladders, timing, port_score=aware.score,
+                                   region=region)
+            if got is None:
+                continue
+            decisions = got[0]
+            delayed = delay_loads(instance, decisions.choice, decisions.program, timing, False,
                                   sweeps if aware.hold else 0)
-        if best is None or delayed.makespan_ns < best.makespan_ns:
-            best = Scheduled(decisions.choice, delayed.program, delayed.makespan_ns, weight,
-                             held_back(decisions.program, delayed.program))
+            if reorder:
+                delayed = delay_loads(instance, decisions.choice, delayed.program, timing, True,
+                                      sweeps if aware.hold else 0)
+            if best is None or delayed.makespan_ns < best.makespan_ns:
+                best = Scheduled(decisions.choice, delayed.program, delayed.makespan_ns,
+                                 lad.load_weight, lad.port_priced, region,
+                                 held_back(decisions.program, delayed.program))
     return best
 
 
