@@ -9,7 +9,7 @@ the best makespan wins. The identity order on the whole model is exactly Elk-Dyn
 is never worse than Elk-Dyn. The identity picks the ladder set and preload region
 (heuristics.inductive.schedule_best); the other orders are scheduled under those only, which
 keeps Elk-Full within a few times Elk-Dyn's time (trying every set and region for the
-finalists too was 2-4x slower and changed one of six large cells, by 0.5%). Knobs
+finalists too was 2.5-5x slower and changed one of six large cells, by 0.5%). Knobs
 (SolveOptions.params): max_shift (2), screen_layers (4), finalists (4), max_orders (1000:
 candidates beyond it, in enumeration order, are not tried);
 the time limit, if any, stops the screening early.

@@ -43,10 +43,10 @@ model's average partner, which can buy slower, port-light execute plans for the 
 where contention would barely have stretched the fast ones (Llama2-70B b32 KV4096: +1.9 ms
 of run time to cut 0.09 ms of stretch to 0.04). And each ladder set is also scheduled with a
 cap on the preloads' lead, the preload region of Static's best execute budget
-(heuristics.budgets):
-uncapped, the backward pass deepens the preload queue wherever its cut's score allows, so
-more loads run beside NoC-heavy executes than Static's fixed region lets run (Gemma2-27B b32
-KV4096, the same plans: 1.07 ms of execute stretch uncapped, 0.39 ms capped, 0.50 ms Static).
+(heuristics.budgets): uncapped, the backward pass deepens the preload queue wherever its
+cut's score allows, so more loads run beside NoC-heavy executes than Static's fixed region
+lets run (Gemma2-27B b32 KV4096, the same plans: 1.07 ms of execute stretch uncapped, 0.39 ms
+capped, 0.50 ms Static).
 The cap bounds only the lead: plans are still chosen by the cost-aware allocation.
 
 Departures from the paper, each because our semantics or our measurements asked for it: the
