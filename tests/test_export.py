@@ -248,3 +248,17 @@ def test_both_exports_reach_one_optimum(tmp_path, timing, seed):
     solver.parameters.num_workers = 1
     assert solver.solve(model) == cp_model.OPTIMAL
     assert round(solver.objective_value) == milp.claims.makespan_ns
+
+
+def test_the_api_exports_and_imports(tmp_path):
+    import elk_opt
+
+    instance = synthetic(ops=4, plans=2, seed=7)
+    paths = elk_opt.export_model(instance, tmp_path / "m.mps", "ilp", timing="separate-noc",
+                                 warm_start="elk-full", params={"solver": "highs"})
+    assert paths["start"] is not None
+    _highs_solve(Path(paths["model"]), tmp_path / "h.sol", Path(paths["start"]))
+    plan = elk_opt.import_solution(paths["sidecar"], tmp_path / "h.sol")
+    best = elk_opt.solve(instance, "ilp", timing="separate-noc", threads=1)
+    assert plan.claims.makespan_ns == best.claims.makespan_ns
+    assert elk_opt.verify(plan)["valid"]
