@@ -33,6 +33,8 @@ from formulations.replay import replay_shared
 from formulations.solution_files import SolutionFile, read_solution_file
 
 PICK_TOLERANCE = 1e-4  # a pick binary's value may be this far from 0 or 1
+SOLVER_OF = {"highs": "highs", "cbc": "cbc", "cpsat-response": "cp-sat",
+             "name-value": "unknown (a name-value solution file)"}
 
 
 class RejectedSolution(Exception):
@@ -117,7 +119,7 @@ def import_solution(sidecar_path: str | Path, solution_path: str | Path) -> Plan
     except AssertionError:
         raise RejectedSolution(f"{solution_path}: its objective bound {solution.bound:g} is "
                                f"above its plan's makespan {makespan:,} ns") from None
-    params = {**side.params, "model_timing": side.timing,
+    params = {**side.params, "solver": SOLVER_OF[solution.format], "model_timing": side.timing,
               "solution_file": Path(solution_path).name, "solution_format": solution.format,
               "solver_status": solution.status}
     return make_plan(instance, times.choice, program, method=side.method, started=started,
