@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -88,18 +89,20 @@ def export_model(instance: Instance, method: str, options: SolveOptions,
         params, solver = how.claims, None
         size = (len(im.prob.variables()), len(im.prob.constraints))
         warm_file = None if start is None else {"file": start.name, "format": "highs"}
+        hinted = options.warm_plan
     else:
         from formulations import cpsat
 
         ready = cpsat.prepare(instance, options)
         proto = ready.cm.model
-        if not proto.export_to_file(str(model)) or not model.exists():
-            raise UsageError(f"--export {path}: OR-Tools could not write the model")
+        _write_proto(proto, model, fmt)
         variables = cpsat.variable_map(ready.cm).to_dict()
         params, solver, start = ready.params, ready.solver_parameters, None
         size = (len(proto.proto.variables), len(proto.proto.constraints))
         warm_file = {"file": model.name, "format": "solution_hint in the model"} \
             if ready.cm.hinted else None
+        # under 5b the hint is the better of the re-timed warm start and section-5 plan
+        hinted = ready.best if options.timing == "shared-noc" else options.warm_plan
     raw = instance_to_dict(instance)
     save_json(sidecar, {
         "format": SIDECAR_FORMAT, "method": method,
@@ -107,13 +110,29 @@ def export_model(instance: Instance, method: str, options: SolveOptions,
                   "objective": "the makespan: the last execute's end"},
         "timing": options.timing, "params": params,
         "warm_start": None if warm_file is None else
-        {**warm_file, "method": options.warm_start,
-         "makespan_ns": options.warm_plan.claims.makespan_ns
-         if options.warm_plan is not None and options.warm_plan.claims else None},
+        {**warm_file, "method": params.get("warm_start", "the method's own start plan"),
+         "makespan_ns": hinted.claims.makespan_ns
+         if hinted is not None and hinted.claims else None},
         "solver_parameters": solver,
         "decode": DECODE, "variables": variables,
         "instance_sha256": instance_digest(raw), "instance": raw})
     return Exported(model, sidecar, start, *size)
+
+
+def _write_proto(model: Any, path: Path, fmt: str) -> None:
+    """OR-Tools writes to a file name (text when it ends in "txt"); write beside the target
+    first, then rename."""
+    target = path.resolve()
+    suffix = ".pb.txt" if fmt == "cp-model-text" else ".pb"
+    fd, scratch = tempfile.mkstemp(prefix=f".{target.name}.", suffix=suffix, dir=target.parent)
+    os.close(fd)
+    try:
+        if not model.export_to_file(scratch):
+            raise UsageError(f"--export {path}: OR-Tools could not write the model")
+        os.replace(scratch, target)
+    finally:
+        if os.path.exists(scratch):
+            os.unlink(scratch)
 
 
 def _write_pulp(prob: Any, fmt: str, path: Path) -> None:
