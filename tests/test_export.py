@@ -262,3 +262,30 @@ def test_the_api_exports_and_imports(tmp_path):
     best = elk_opt.solve(instance, "ilp", timing="separate-noc", threads=1)
     assert plan.claims.makespan_ns == best.claims.makespan_ns
     assert elk_opt.verify(plan)["valid"]
+
+
+def test_a_name_value_file_imports_as_feasible_with_the_ideal_bound(exported):
+    """Gurobi's .sol shape: '# Objective value = X', then 'name value' lines; no bound."""
+    highs = (exported / "h.sol").read_text().splitlines()
+    objective = next(line.split()[1] for line in highs if line.startswith("Objective "))
+    count = next(int(line.split()[2]) for line in highs if line.startswith("# Columns"))
+    start = highs.index(f"# Columns {count}") + 1
+    lines = [f"# Objective value = {objective}", *highs[start:start + count]]
+    (exported / "g.sol").write_text("\n".join(lines) + "\n")
+    plan = import_solution(exported / "m.mps.json", exported / "g.sol")
+    best = import_solution(exported / "m.mps.json", exported / "h.sol")
+    assert plan.claims.makespan_ns == best.claims.makespan_ns
+    assert plan.claims.params["solution_format"] == "name-value"
+    assert plan.claims.lower_bound_ns <= plan.claims.makespan_ns
+    assert (plan.claims.status == "optimal") == (plan.claims.lower_bound_ns ==
+                                                 plan.claims.makespan_ns)
+
+
+def test_export_with_output_writes_the_model_then_solves(tmp_path):
+    save_instance(tmp_path / "i.json", synthetic(ops=4, plans=2, seed=8))
+    assert main(["solve", str(tmp_path / "i.json"), "--method", "cpsat", "--threads", "1",
+                 "--export", str(tmp_path / "m.pb.txt"), "-o", str(tmp_path / "p.json"),
+                 "-q"]) == 0
+    assert {p.name for p in tmp_path.iterdir()} == {"i.json", "m.pb.txt", "m.pb.txt.json",
+                                                    "p.json"}
+    assert main(["verify", str(tmp_path / "p.json")]) == 0
