@@ -23,7 +23,8 @@ _API: dict[str, str] = {
     **dict.fromkeys(
         ["model_names", "chip_names", "method_names", "load_instance", "save_instance",
          "load_plan", "save_plan", "load_chip", "build_instance", "synthetic_instance",
-         "solve", "evaluate_plan", "verify", "simulate", "bound", "compare"], "elk_opt.api"),
+         "solve", "export_model", "import_solution", "evaluate_plan", "verify", "simulate",
+         "bound", "compare"], "elk_opt.api"),
     **dict.fromkeys(
         ["Instance", "Chip", "Noc", "Op", "ExecPlan", "PreloadPlan", "Warmup", "Plan", "Choice",
          "Claims", "Timing", "TIMINGS", "DEFAULT_TIMING"], "elk_opt.problem"),
@@ -58,6 +59,8 @@ if TYPE_CHECKING:  # the names above, for type checkers and editors
         chip_names,
         compare,
         evaluate_plan,
+        export_model,
+        import_solution,
         load_chip,
         load_instance,
         load_plan,

@@ -148,6 +148,40 @@ def solve(instance: Instance, method: str = DEFAULT_METHOD, options: SolveOption
                                           verbose=verbose))
 
 
+def export_model(instance: Instance, path: str | Path, method: str = "ilp",
+                 options: SolveOptions | None = None, *, timing: Timing | None = None,
+                 warm_start: str | Plan | None = None,
+                 params: dict[str, Any] | None = None) -> dict[str, str | None]:
+    """Write the exact model `method` ("ilp": .mps or .lp; "cpsat": .pb.txt or binary) would
+    solve for `instance`, and its sidecar for `import_solution`; nothing is solved.
+
+    Returns the paths written: `model`, `sidecar`, `start` (the ILP's warm start, or None).
+    """
+    from elk_opt.methods import with_warm_plan
+    from formulations.export import export_model as export
+
+    chosen = with_warm_plan(instance, method, _options(options, timing=timing,
+                                                       warm_start=warm_start, params=params))
+    done = export(instance, method, chosen, path)
+    return {"model": str(done.model), "sidecar": str(done.sidecar),
+            "start": None if done.start is None else str(done.start)}
+
+
+def import_solution(sidecar: str | Path, solution: str | Path) -> Plan:
+    """The plan of a solver's solution file of a model `export_model` wrote, claimed honestly.
+
+    Raises `InputError` when the files do not fit each other, `UsageError` when the solution
+    is not a feasible solution of the model (the command exits 1 then).
+    """
+    from formulations.import_solution import RejectedSolution
+    from formulations.import_solution import import_solution as read
+
+    try:
+        return read(sidecar, solution)
+    except RejectedSolution as e:
+        raise UsageError(str(e)) from None
+
+
 def _options(options: SolveOptions | None, *, warm_start: str | Plan | None,
              **fields: Any) -> SolveOptions:
     given = {k: v for k, v in fields.items() if v is not None}

@@ -25,6 +25,7 @@ COMMAND_MODULES = (
     "plans",
     "collect",
     "solve",
+    "import-solution",
     "bound",
     "verify",
     "demo",
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="elk-opt", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
-        importlib.import_module(f"elk_opt.commands.{name}").register(sub)
+        importlib.import_module(f"elk_opt.commands.{name.replace('-', '_')}").register(sub)
     return parser
 
 

@@ -42,7 +42,7 @@ METHODS: dict[str, MethodInfo] = {
     "cpsat": MethodInfo("formulations.cpsat:solve", "exact",
                         "CP-SAT model of sections 4-5: proven optimum or best plan and bound"),
     "ilp": MethodInfo("formulations.ilp:solve", "exact",
-                      "ILP model (PuLP; HiGHS in-process, params solver=cbc for CBC)"),
+                      "ILP model (PuLP; HiGHS in-process, or solver=NAME: any PuLP solver here)"),
     "polish": MethodInfo("formulations.polish:solve", "exact",
                          "LNS: re-solve windows of a warm-start plan exactly with CP-SAT",
                          default_warm_start="elk-full"),
@@ -58,13 +58,17 @@ def get_method(name: str) -> Method:
 
 def solve(instance: Instance, method: str, options: SolveOptions | None = None) -> Plan:
     """Run a method; a warm start it asks for (or has by default) is solved first."""
-    options = options or SolveOptions()
     run = get_method(method)
+    return run(instance, with_warm_plan(instance, method, options or SolveOptions()))
+
+
+def with_warm_plan(instance: Instance, method: str, options: SolveOptions) -> SolveOptions:
+    """The options with the warm-start plan the method asks for (or has by default) solved."""
     warm_start = options.warm_start or METHODS[method].default_warm_start
     if options.warm_plan is None and warm_start is not None:
         warm_plan = solve(instance, warm_start, SolveOptions(timing=options.timing))
         options = replace(options, warm_start=warm_start, warm_plan=warm_plan)
-    return run(instance, options)
+    return options
 
 
 def heuristics() -> list[str]:

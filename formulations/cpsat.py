@@ -30,9 +30,60 @@ from formulations.common import (
     remaining,
     warm_decisions,
 )
-from formulations.cpsat_model import add_hint, build, read_times, solver_for
-from formulations.deadline import Deadline, OutOfTime
+from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, solver_for
+from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
+from formulations.model_map import VariableMap, pick_map
 from formulations.replay import replay_shared
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """The model the method hands CP-SAT, built as it builds it, and what it knows already."""
+
+    cm: CpsatModel
+    params: dict
+    options: SolveOptions
+    five: Section5 | None = None  # under 5b: the section-5 model's bound and plan
+    best: Plan | None = None  # under 5b: the start plan the model is hinted with
+    warm: Plan | None = None  # under 5b: the warm start, re-timed
+    upper: int | None = None  # under 5b: the start plan's makespan, bounding the model
+
+    @property
+    def solver_parameters(self) -> str:
+        """The SatParameters the method solves with (time limit aside), as text."""
+        solver = solver_for(replace(self.options, verbose=False), None, self.cm.timing)
+        return str(solver.parameters)
+
+
+def prepare(instance: Instance, options: SolveOptions, started: float | None = None,
+            deadline: Deadline = NO_DEADLINE) -> Prepared:
+    """Build and hint the model the method solves (under 5b, after its section-5 solve and
+    re-timing of the start plans); OutOfTime when `deadline` passes first."""
+    started = time.perf_counter() if started is None else started
+    restrict = Restrictions.from_params(options.params)
+    if options.timing == "shared-noc":
+        return _prepare_shared(instance, options, restrict, started, deadline)
+    cm = build(instance, restrict, deadline=deadline)
+    add_hint(cm, instance, options.warm_plan)
+    params = {**restrict.claims(), "solver": "cp-sat"}
+    if options.warm_start and cm.hinted:
+        params["warm_start"] = options.warm_start
+    return Prepared(cm, params, options)
+
+
+def variable_map(cm: CpsatModel) -> VariableMap:
+    """Where a solution's pairs and times are, by proto variable index."""
+    def index(v: cp_model.IntVar | int | None) -> int | None:
+        return None if v is None or isinstance(v, int) else v.index
+
+    n = len(cm.pairs)
+    return VariableMap(
+        pick=pick_map(cm.pairs, [[b.index for b in row] for row in cm.pick]),
+        load_start=tuple(index(v) for v in cm.load_start),
+        load_len=(None,) * n,
+        load_end=tuple(index(cm.aux["end"].get(j)) for j in range(n)),
+        exec_start=tuple(v.index for v in cm.exec_start),
+        exec_end=tuple(v.index for v in cm.exec_end))
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
@@ -40,18 +91,15 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     restrict = Restrictions.from_params(options.params)
     deadline = Deadline.after(options.time_limit_s, started)
     try:
-        if options.timing == "shared-noc":
-            return _solve_shared(instance, options, restrict, started, deadline)
-        cm = build(instance, restrict, deadline=deadline)
+        ready = prepare(instance, options, started, deadline)
     except OutOfTime:
         return _not_built(instance, options, restrict, started)
-    add_hint(cm, instance, options.warm_plan)
+    if options.timing == "shared-noc":
+        return _solve_shared(instance, options, restrict, started, ready)
+    cm = ready.cm
     solver = solver_for(options, remaining(options.time_limit_s, started))
     status = solver.solve(cm.model)
-    params = {**restrict.claims(), "solver": "cp-sat",
-              "solver_status": solver.status_name(status)}
-    if options.warm_start and cm.hinted:
-        params["warm_start"] = options.warm_start
+    params = {**ready.params, "solver_status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         raise _infeasible(instance, restrict)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -165,10 +213,9 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
                      timing="shared-noc", release_ns=release)
 
 
-def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
-                  started: float, deadline: Deadline) -> Plan:
-    """Solve the 5b model, hinted with the better of the re-timed warm start and section-5
-    plan."""
+def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
+                    started: float, deadline: Deadline) -> Prepared:
+    """The 5b model, hinted with the better of the re-timed warm start and section-5 plan."""
     five = _section5(instance, options, restrict, started, deadline)
     own = _retimed(instance, restrict, five.plan, options, started, deadline)
     warm = _retimed(instance, restrict, options.warm_plan, options, started, deadline)
@@ -180,12 +227,21 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
     cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=five.bound,
                deadline=deadline)
     add_hint(cm, instance, best)
-    solver = solver_for(options, remaining(options.time_limit_s, started), "shared-noc")
-    status = solver.solve(cm.model)
-    params = {**restrict.claims(), "solver": "cp-sat", "solver_status": solver.status_name(status),
-              "model_timing": "shared-noc", "section5_bound_ns": five.bound}
+    params = {**restrict.claims(), "solver": "cp-sat", "model_timing": "shared-noc",
+              "section5_bound_ns": five.bound}
     if options.warm_start and best is not None and best is warm:
         params["warm_start"] = options.warm_start
+    return Prepared(cm, params, options, five, best, warm, upper)
+
+
+def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
+                  started: float, ready: Prepared) -> Plan:
+    """Solve the prepared 5b model."""
+    cm, five, best, warm, upper = ready.cm, ready.five, ready.best, ready.warm, ready.upper
+    assert five is not None
+    solver = solver_for(options, remaining(options.time_limit_s, started), "shared-noc")
+    status = solver.solve(cm.model)
+    params = {**ready.params, "solver_status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         if upper is not None or five.bound is not None:
             raise AssertionError("the 5b model is infeasible within a plan's makespan")

@@ -52,9 +52,9 @@ from formulations.contention import candidates, stretch_limit
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.highs_run import new_highs, run_interruptible
 from formulations.ilp_port import PortRows, add_port_rows, warm_port_rows
+from formulations.ilp_solvers import IN_PROCESS, canonical, pulp_solver
+from formulations.model_map import VariableMap, pick_map
 from formulations.replay import hinted_schedule, replay_shared
-
-SOLVERS = ("highs", "cbc")
 
 
 @dataclass
@@ -351,10 +351,12 @@ class Outcome:
 def run_solver(im: IlpModel, options: SolveOptions, solver: str, warm: bool,
                deadline: Deadline) -> Outcome:
     """Hand the model to the solver and run it until `deadline` (OutOfTime if the hand-over
-    itself does not finish by then). A SIGINT stops HiGHS with its incumbent; CBC, a separate
-    process, stops with its incumbent when the terminal sends it the SIGINT too."""
+    itself does not finish by then). A SIGINT stops HiGHS with its incumbent; CBC (and any
+    other solver PuLP runs as a separate process) stops with its incumbent when the terminal
+    sends it the SIGINT too. Solvers other than in-process HiGHS report no bound through
+    PuLP: their solution is claimed proven only when they say optimal at gap 0."""
     gap = options.gap if options.gap is not None else 0.0
-    if solver == "highs":
+    if solver == IN_PROCESS:
         extra = {"mip_feasibility_tolerance": 1e-9, "primal_feasibility_tolerance": 1e-9,
                  "random_seed": options.seed}
         backend = _Highs(deadline, msg=options.verbose, gapRel=gap, gapAbs=0.0,
@@ -370,13 +372,14 @@ def run_solver(im: IlpModel, options: SolveOptions, solver: str, warm: bool,
                        bound=info.mip_dual_bound if math.isfinite(info.mip_dual_bound) else None,
                        status=h.modelStatusToString(status), interrupted=backend.interrupted)
     left = deadline.left()
-    backend = pulp.PULP_CBC_CMD(msg=options.verbose,
-                                timeLimit=None if left is None else max(0.05, left),
-                                gapRel=gap, threads=options.threads or 2, warmStart=warm)
+    backend = pulp_solver(solver, msg=options.verbose,
+                          timeLimit=None if left is None else max(0.05, left),
+                          gapRel=gap, threads=options.threads or 2, warmStart=warm)
     with _sigint_noted() as interrupted:
         im.prob.solve(backend)
     has = im.prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
     objective = pulp.value(im.prob.objective) if has else None
+    # PuLP reports no bound: a solution is proven only when the solver says optimal at gap 0
     proven = im.prob.sol_status == pulp.LpSolutionOptimal and gap == 0.0 and not interrupted
     status = pulp.LpStatus[im.prob.status] + (" (interrupted)" if interrupted else "")
     return Outcome(proven=proven, has_solution=has, objective=objective,
@@ -396,37 +399,62 @@ def _sigint_noted() -> Iterator[list[bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
+def variable_map(im: IlpModel) -> VariableMap:
+    """Where a solution's pairs and times are, by PuLP variable name."""
+    def name(v: pulp.LpVariable | None) -> str | None:
+        return None if v is None else v.name
+
+    n = len(im.pairs)
+    lengths = [im.load_len.get(j) for j in range(n)]
+    return VariableMap(
+        pick=pick_map(im.pairs, [[v.name for v in row] for row in im.pick]),
+        load_start=tuple(name(v) for v in im.load_start),
+        load_len=tuple(v.name if isinstance(v, pulp.LpVariable) else None for v in lengths),
+        load_end=(None,) * n,
+        exec_start=tuple(v.name for v in im.exec_start),
+        exec_end=tuple(v.name for v in im.exec_end))
+
+
 def read_solution(im: IlpModel) -> ModelTimes:
-    choice, starts, ends = [], [], []
-    for j, ps in enumerate(im.pairs):
-        k = max(range(len(ps)), key=lambda k: im.pick[j][k].varValue or 0.0)
-        choice.append(Choice(exec=ps[k].exec, preload=ps[k].preload))
-        v = im.load_start[j]
-        start = round(v.varValue or 0.0) if v is not None else 0
-        starts.append(start)
-        length = im.load_len.get(j)
-        ends.append(start + (round(pulp.value(length)) if length is not None and v is not None
-                             else ps[k].load_ns))
-    return ModelTimes(choice, starts, ends, [round(v.varValue or 0.0) for v in im.exec_start],
-                      [round(v.varValue or 0.0) for v in im.exec_end])
+    """The solution PuLP holds, read through the model's variable map (as imports are)."""
+    values = {v.name: v.varValue or 0.0 for v in im.prob.variables()}
+    return variable_map(im).times(values.get)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What the method's options ask for: the restrictions, the solver, the plan's params."""
+
+    restrict: Restrictions
+    solver: str
+    claims: dict
+
+
+def setup(instance: Instance, options: SolveOptions) -> Setup:
+    """Read the method's options (UsageError for what it cannot do)."""
+    params = dict(options.params)
+    solver = canonical(params.pop("solver", IN_PROCESS))
+    restrict = Restrictions.from_params(params)
+    if options.work_limit is not None:
+        raise UsageError("ilp has no deterministic work limit (HiGHS and CBC offer none); its "
+                         "runs repeat when they finish within --time-limit")
+    return Setup(restrict, solver, {**restrict.claims(), "solver": solver})
+
+
+def prepare(instance: Instance, options: SolveOptions, restrict: Restrictions,
+            deadline: Deadline = NO_DEADLINE) -> tuple[IlpModel, bool]:
+    """The model the method solves, with the warm start's values set (and whether it was)."""
+    im = build(instance, restrict, timing=options.timing, deadline=deadline)
+    return im, set_warm_values(im, instance, options.warm_plan)
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     deadline = Deadline.after(options.time_limit_s, started)
-    params = dict(options.params)
-    solver = params.pop("solver", "highs")
-    if solver not in SOLVERS:
-        raise UsageError(f"ilp solver must be one of {', '.join(SOLVERS)}, got {solver!r}")
-    restrict = Restrictions.from_params(params)
-    timing = options.timing
-    if options.work_limit is not None:
-        raise UsageError("ilp has no deterministic work limit (HiGHS and CBC offer none); its "
-                         "runs repeat when they finish within --time-limit")
-    claims = {**restrict.claims(), "solver": solver}
+    how = setup(instance, options)
+    solver, claims, timing = how.solver, dict(how.claims), options.timing
     try:
-        im = build(instance, restrict, timing=timing, deadline=deadline)
-        warm = set_warm_values(im, instance, options.warm_plan)
+        im, warm = prepare(instance, options, how.restrict, deadline)
         out = run_solver(im, options, solver, warm, deadline)
     except (OutOfTime, KeyboardInterrupt) as stop:
         return _unsolved(instance, options, started, claims, stop)

@@ -20,7 +20,7 @@ from elk_opt.commands.flags import (
 from elk_opt.errors import UsageError
 from elk_opt.interrupts import sigint_restored
 from elk_opt.io import load_instance, save_plan
-from elk_opt.methods import METHODS, solve
+from elk_opt.methods import METHODS, solve, with_warm_plan
 from elk_opt.solution import SolveOptions
 
 
@@ -30,7 +30,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("instance", metavar="instance.json")
     p.add_argument("--method", required=True, choices=sorted(METHODS), metavar="NAME",
                    help=", ".join(METHODS))
-    p.add_argument("-o", "--output", required=True, type=output_file, metavar="plan.json")
+    p.add_argument("-o", "--output", type=output_file, metavar="plan.json",
+                   help="the plan (required unless --export is given)")
+    p.add_argument("--export", type=output_file, default=None, metavar="FILE",
+                   help="ilp: FILE.mps or FILE.lp; cpsat: FILE.pb.txt (text) or other "
+                        "(binary): write the model the method would solve, warm start "
+                        "included, with the sidecar FILE.json for import-solution; then "
+                        "solve only if -o is given too")
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="wall-clock limit for methods that search (seconds)")
     p.add_argument("--work-limit", type=positive_float, default=None, metavar="U",
@@ -48,7 +54,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_quiet(p)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
                    help="method-specific option, VALUE read as JSON when it parses "
-                        "(e.g. window=4, fifo=true, max_pending=2, solver=cbc); repeatable")
+                        "(e.g. window=4, fifo=true, max_pending=2; ilp: solver=highs|cbc|any "
+                        "other PuLP solver installed); repeatable")
     p.set_defaults(func=run)
 
 
@@ -76,6 +83,12 @@ def _not_finite(item: str) -> Callable[[str], Any]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.output is None and args.export is None:
+        raise UsageError("give -o plan.json, --export FILE, or both")
+    if args.export is not None:
+        from formulations.export import model_format
+
+        model_format(args.method, args.export)
     instance = load_instance(args.instance)
     options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
                            gap=args.gap, threads=args.threads,
@@ -86,6 +99,17 @@ def run(args: argparse.Namespace) -> int:
         print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
               file=sys.stderr)
     with sigint_restored():
+        if args.export is not None:
+            from formulations.export import export_model
+
+            options = with_warm_plan(instance, args.method, options)
+            done = export_model(instance, args.method, options, args.export)
+            start = f", warm start {done.start}" if done.start is not None else ""
+            print(f"{args.method}: model of {done.variables:,} variables and "
+                  f"{done.constraints:,} constraints -> {done.model} (sidecar "
+                  f"{done.sidecar}{start})")
+            if args.output is None:
+                return 0
         plan = solve(instance, args.method, options)
     save_plan(args.output, plan)
     c = plan.claims
