@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from elk_opt.commands.flags import output_file
+from elk_opt.commands.solve import claimed
 from elk_opt.io import plan_to_dict, save_plan
 
 
@@ -45,7 +46,5 @@ def run(args: argparse.Namespace) -> int:
     save_plan(args.output, plan)
     c = plan.claims
     assert c is not None
-    bound = f", bound {c.lower_bound_ns:,} ns" if c.lower_bound_ns is not None else ""
-    print(f"{c.method} ({c.params.get('solution_format')}): makespan {c.makespan_ns:,} ns "
-          f"({c.status}{bound}) -> {args.output}")
+    print(f"{c.method} ({c.params.get('solution_format')}): {claimed(c)} -> {args.output}")
     return 0

@@ -21,6 +21,7 @@ from elk_opt.errors import UsageError
 from elk_opt.interrupts import sigint_restored
 from elk_opt.io import load_instance, save_plan
 from elk_opt.methods import METHODS, solve, with_warm_plan
+from elk_opt.problem import Claims
 from elk_opt.solution import SolveOptions
 
 
@@ -112,9 +113,12 @@ def run(args: argparse.Namespace) -> int:
                 return 0
         plan = solve(instance, args.method, options)
     save_plan(args.output, plan)
-    c = plan.claims
-    assert c is not None
-    bound = f", bound {c.lower_bound_ns:,} ns" if c.lower_bound_ns is not None else ""
-    print(f"{args.method}: makespan {c.makespan_ns:,} ns ({c.status}{bound}), "
-          f"{c.wall_s:.2f} s -> {args.output}")
+    assert plan.claims is not None
+    print(f"{args.method}: {claimed(plan.claims)}, {plan.claims.wall_s:.2f} s -> {args.output}")
     return 0
+
+
+def claimed(c: Claims) -> str:
+    """A plan's claims in the words every command that writes a plan prints them."""
+    bound = f", bound {c.lower_bound_ns:,} ns" if c.lower_bound_ns is not None else ""
+    return f"makespan {c.makespan_ns:,} ns ({c.status}{bound})"
