@@ -4,7 +4,7 @@ PYTHONPATH=. python benchmarks/bench_bounds.py [--sizes 20000,100000]
                                               [--dense-sizes 2000,5000] [--repeats 3]
 PYTHONPATH=. python benchmarks/bench_bounds.py --table
 
-Memory: synthetic decoder instances (elk_opt.synthetic, 4 plans per op). Peak memory is
+Memory: synthetic decoder instances (elk_opt.frontend.synthetic, 4 plans per op). Peak memory is
 tracemalloc's peak during the call (numpy's buffers included), above what the instance
 already holds; times are medians. The baseline, in the same run, is the first implementation
 of the Ideal (an n x n descendant matrix, kept as tests.test_bounds.dense_ideal), at sizes
@@ -24,9 +24,9 @@ import tracemalloc
 from collections.abc import Callable
 from functools import partial
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.bounds.ideal import ideal_bound
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.methods import solve
-from elk_opt.synthetic import synthetic_instance
 from tests.test_bounds import dense_ideal
 
 
@@ -48,12 +48,12 @@ def measure(call: Callable[[], object], repeats: int) -> tuple[float, float]:
 def table() -> None:
     from pathlib import Path
 
-    from elk_opt.cheap_bound import cheap_bounds
+    from elk_opt.bounds.cheap import cheap_bounds
+    from elk_opt.bounds.fluid import fluid_bound
+    from elk_opt.frontend.zoo import DEFAULT_CHIP, model_instance
     from elk_opt.io import load_instance
     from elk_opt.methods import heuristics
     from elk_opt.solution import SolveOptions
-    from elk_opt.zoo import DEFAULT_CHIP, model_instance
-    from formulations.fluid_bound import fluid_bound
 
     data = Path(__file__).parent.parent / "tests" / "data"
     cases = {

@@ -30,14 +30,14 @@ import sys
 import time
 from dataclasses import replace
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.evaluate import evaluate_plan, fits_memory
+from elk_opt.frontend.synthetic import synthetic_instance
+from elk_opt.frontend.zoo import model_instance
 from elk_opt.io import load_instance, plan_to_dict
 from elk_opt.methods import heuristics, solve
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
-from elk_opt.synthetic import synthetic_instance
-from elk_opt.zoo import model_instance
 from verify import check
 
 CALIBRATION = "/work/shared/calibration/elk-artifact-llama2-13b-b32-kv2048-layer.json"
@@ -124,8 +124,8 @@ def one(args: argparse.Namespace) -> None:
 
 
 def polish(args: argparse.Namespace) -> None:
+    from elk_opt.bounds.window import window_bound
     from formulations.ilp import lp_bound
-    from formulations.window_bound import window_bound
     instance = model_instance("llama2-13b")
     t = time.perf_counter()
     full = checked(solve(instance, "elk-full", SolveOptions(timing=TIMING)))

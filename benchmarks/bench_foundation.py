@@ -18,9 +18,9 @@ import statistics
 import time
 
 from elk_opt.evaluate import evaluate, evaluate_plan
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.problem import TIMINGS, Choice, Claims, Instance, Instr, Plan
-from elk_opt.synthetic import synthetic_instance
 from verify import check
 
 

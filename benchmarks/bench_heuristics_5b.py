@@ -28,13 +28,13 @@ import sys
 import time
 from pathlib import Path
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.evaluate import evaluate_plan, fits_memory
+from elk_opt.frontend.zoo import DEFAULT_CHIP, model_instance
 from elk_opt.io import load_instance, plan_to_dict
 from elk_opt.methods import solve
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
-from elk_opt.zoo import DEFAULT_CHIP, model_instance
 from verify import check
 
 CALIBRATION = "/work/shared/calibration/elk-artifact-llama2-13b-b32-kv2048-layer.json"

@@ -18,11 +18,11 @@ import sys
 CHILD = r"""
 import json, resource, sys, time, tempfile, os
 t0 = time.perf_counter()
-from elk_opt.zoo import model_graph, model_instance
+from elk_opt.frontend.zoo import model_graph, model_instance
 from elk_opt.io import save_instance
-from elk_opt.build import work_from_dict
-from elk_opt.partition import search
-from elk_opt.cost import get_cost_model
+from elk_opt.frontend.build import work_from_dict
+from elk_opt.frontend.partition import search
+from elk_opt.frontend.cost import get_cost_model
 model = sys.argv[1]
 t1 = time.perf_counter()
 graph = model_graph(model)

@@ -16,7 +16,7 @@ import io
 import statistics
 import time
 
-from elk_opt.zoo import model_instance
+from elk_opt.frontend.zoo import model_instance
 
 
 class _Sink(io.StringIO):

@@ -10,8 +10,9 @@ independent verifier, and prints one markdown row: the decode-step makespan (the
 one output token per sequence) of each method and of the Ideal bound, in microseconds, and the
 ratios the paper headlines (Elk-Full over Basic 1.87x and over Static 1.37x on average,
 Elk-Full = 94.84% of Ideal). The baseline is Basic, measured in the same run.
-With --synthetic the same table covers seeded synthetic decoders (elk_opt.synthetic, 96 ops,
-5 plans per op) at several SRAM tightness levels, where memory, not HBM, binds.
+With --synthetic the same table covers seeded synthetic decoders
+(elk_opt.frontend.synthetic, 96 ops, 5 plans per op) at several SRAM tightness levels, where
+memory, not HBM, binds.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ import platform
 import sys
 import time
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.bounds.ideal import ideal_bound
+from elk_opt.frontend.synthetic import synthetic_instance
+from elk_opt.frontend.zoo import DEFAULT_CHIP, model_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
-from elk_opt.synthetic import synthetic_instance
-from elk_opt.zoo import DEFAULT_CHIP, model_instance
 from verify import check
 
 METHODS = ("basic", "static", "elk-dyn", "elk-full", "lhs")

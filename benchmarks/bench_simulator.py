@@ -22,8 +22,10 @@ import statistics
 import sys
 import time
 
-from elk_opt.chips import DEFAULT_CHIP, load_chip
 from elk_opt.evaluate import evaluate
+from elk_opt.frontend.chips import DEFAULT_CHIP, load_chip
+from elk_opt.frontend.synthetic import synthetic_instance
+from elk_opt.frontend.zoo import model_instance
 from elk_opt.lower import lower
 from elk_opt.methods import solve
 from elk_opt.problem import Choice, Instr, Plan
@@ -35,8 +37,6 @@ from elk_opt.simulator import (
     simulate_program,
 )
 from elk_opt.solution import make_plan
-from elk_opt.synthetic import synthetic_instance
-from elk_opt.zoo import model_instance
 
 MESH_CHIP = "ipu-pod4-mesh"
 SCALES = (0.25, 0.5, 1, 1.5, 2, 3, 4, 8)

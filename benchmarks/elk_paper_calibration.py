@@ -1,9 +1,10 @@
 """The `elk-paper` cost preset against the Elk artifact's calibration layer, and its build time.
 
-Prints, for each cost model, the role-by-role comparison of `elk_opt.cost.calibration` (same
-operators; our graph), then the whole Llama2-13B decode step (batch 32, KV 2048, 40 layers):
-sums of least execute and least load times, and the build time of the instance (median of
-`--runs` fresh builds, against the analytic model's build in the same run).
+Prints, for each cost model, the role-by-role comparison of
+`elk_opt.frontend.cost.calibration` (same operators; our graph), then the whole Llama2-13B decode
+step (batch 32, KV 2048, 40 layers): sums of least execute and least load times, and the build
+time of the instance (median of `--runs` fresh builds, against the analytic
+model's build in the same run).
 
     python benchmarks/elk_paper_calibration.py [--runs 3]
 """
@@ -14,9 +15,9 @@ import argparse
 import statistics
 import time
 
-from elk_opt.chips import DEFAULT_CHIP, load_chip
-from elk_opt.cost.calibration import compare, markdown
-from elk_opt.zoo import model_instance
+from elk_opt.frontend.chips import DEFAULT_CHIP, load_chip
+from elk_opt.frontend.cost.calibration import compare, markdown
+from elk_opt.frontend.zoo import model_instance
 
 
 def step(spec: str) -> tuple[int, int, float]:

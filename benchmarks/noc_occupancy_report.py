@@ -14,10 +14,10 @@ import argparse
 import statistics
 from collections import defaultdict
 
-from elk_opt.chips import DEFAULT_CHIP
+from elk_opt.frontend.chips import DEFAULT_CHIP
+from elk_opt.frontend.zoo import model_instance
 from elk_opt.noc import exec_use, load_use, work_ns
 from elk_opt.problem import Instance, Op
-from elk_opt.zoo import model_instance
 
 
 def role(op: Op) -> str:

@@ -12,8 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from elk_opt.chips import DEFAULT_CHIP
 from elk_opt.errors import UsageError
+from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Chip, Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
 
@@ -28,14 +28,14 @@ DEFAULT_METHOD = "elk-full"
 
 def model_names() -> list[str]:
     """The model zoo (`elk-opt models`)."""
-    from elk_opt.zoo import model_names as names
+    from elk_opt.frontend.zoo import model_names as names
 
     return names()
 
 
 def chip_names() -> list[str]:
     """The chip presets (`elk-opt chips`)."""
-    from elk_opt.chips import chip_names as names
+    from elk_opt.frontend.chips import chip_names as names
 
     return names()
 
@@ -83,7 +83,7 @@ def save_plan(path: str | Path, plan: Plan) -> None:
 
 def load_chip(name_or_path: str | Path) -> Chip:
     """A chip preset by name, or a chip TOML file by path."""
-    from elk_opt.chips import load_chip as load
+    from elk_opt.frontend.chips import load_chip as load
 
     return load(str(name_or_path))
 
@@ -102,8 +102,8 @@ def build_instance(model_or_path: str | Path, chip: Chip | str = DEFAULT_CHIP, *
     the shared-noc timing (None: the chip's default). `max_plans`, `max_preloads`: execute and
     preload plans kept per op. `progress`: show the partition search's progress on stderr.
     """
-    from elk_opt.partition import SearchOptions
-    from elk_opt.sources import instance_from_source
+    from elk_opt.frontend.partition import SearchOptions
+    from elk_opt.frontend.sources import instance_from_source
 
     if max_plans < 1 or max_preloads < 1:
         raise UsageError(f"max_plans and max_preloads must be at least 1, got {max_plans} "
@@ -118,7 +118,7 @@ def build_instance(model_or_path: str | Path, chip: Chip | str = DEFAULT_CHIP, *
 def synthetic_instance(ops: int = 48, plans: int = 4, seed: int = 0,
                        tightness: float = 0.5) -> Instance:
     """A seeded synthetic decoder-like instance; `tightness` 0 roomy .. 1 tightest SRAM."""
-    from elk_opt.synthetic import synthetic_instance as synthetic
+    from elk_opt.frontend.synthetic import synthetic_instance as synthetic
 
     try:
         return synthetic(ops, plans, seed, tightness)
@@ -256,7 +256,7 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops:
     CP-SAT each); each row says for which timings and execution orders it holds.
     `progress`: say on stderr which bound runs, and each window's.
     """
-    from elk_opt.lower_bounds import lower_bounds
+    from elk_opt.bounds.run_all import lower_bounds
 
     return lower_bounds(instance, timing=timing, fluid_max_ops=fluid_max_ops,
                         fluid_time_s=fluid_time_s, window=window, window_time_s=window_time_s,

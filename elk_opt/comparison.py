@@ -10,7 +10,7 @@ import sys
 import time
 from typing import Any
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate_plan
 from elk_opt.interrupts import sigint_restored

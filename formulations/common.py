@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.noc import exec_use, load_use

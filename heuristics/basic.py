@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from elk_opt.cheap_bound import best_cheap_bound
+from elk_opt.bounds.cheap import best_cheap_bound
 from elk_opt.problem import Choice, Instance, Instr, Op, Plan, PreloadPlan
 from elk_opt.solution import SolveOptions, make_plan
 

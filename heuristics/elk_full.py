@@ -21,7 +21,7 @@ import dataclasses
 import itertools
 import time
 
-from elk_opt.cheap_bound import best_cheap_bound
+from elk_opt.bounds.cheap import best_cheap_bound
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.progress import track

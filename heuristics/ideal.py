@@ -2,7 +2,7 @@
 
 The Ideal lets execution and preloading each use all of SRAM and the NoC, so no program of our
 semantics attains it in general. This method therefore returns the best schedule we have (the
-Elk-Full plan, re-labelled) with `lower_bound_ns` = the Ideal bound (elk_opt.bounds), status
+Elk-Full plan, re-labelled) with `lower_bound_ns` = the Ideal bound (elk_opt.bounds.ideal), status
 "heuristic", and params saying so: its makespan is Elk-Full's, and the number it stands for is
 the bound. `elk-opt compare` shows the bound alone in its Ideal row.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 
-from elk_opt.bounds import ideal_bound
+from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from heuristics import elk_full

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from elk_opt.cheap_bound import best_cheap_bound
+from elk_opt.bounds.cheap import best_cheap_bound
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics.budgets import best_budget

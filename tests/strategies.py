@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.problem import Chip, ExecPlan, Instance, Noc, Op, PreloadPlan, Warmup
-from elk_opt.synthetic import synthetic_instance
 
 
 @st.composite

@@ -89,7 +89,7 @@ def test_the_docs_list_every_public_name():
 # ---------------------------------------------------------------------------- instances
 
 def test_build_instance_is_the_zoo_and_the_instance_command(tmp_path):
-    from elk_opt.zoo import model_graph, model_instance
+    from elk_opt.frontend.zoo import model_graph, model_instance
 
     built = elk_opt.build_instance("llama2-7b", chip="ipu-mk2", batch=4, kv_len=256, layers=1)
     zoo = model_instance("llama2-7b", elk_opt.load_chip("ipu-mk2"), batch=4, kv_len=256,

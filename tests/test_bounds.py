@@ -10,8 +10,10 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elk_opt.bounds import allowed_pairs, ideal_bound, least_tail
-from elk_opt.cheap_bound import best_cheap_bound, cheap_bounds
+from elk_opt.bounds.cheap import best_cheap_bound, cheap_bounds
+from elk_opt.bounds.fluid import fluid_bound, representatives
+from elk_opt.bounds.ideal import allowed_pairs, ideal_bound, least_tail
+from elk_opt.bounds.run_all import lower_bounds, recompute
 from elk_opt.cli import main
 from elk_opt.evaluate import evaluate, fits_memory
 from elk_opt.io import load_instance
@@ -19,7 +21,6 @@ from elk_opt.methods import heuristics, solve
 from elk_opt.problem import TIMINGS, Instance
 from elk_opt.solution import SolveOptions
 from formulations.enumerate import enumerate_optimum
-from formulations.fluid_bound import fluid_bound, representatives
 from tests.strategies import random_instances, random_plans, synthetic_instances
 from tests.tiny import only_choice, parse, port_instance, tiny_instance
 
@@ -214,3 +215,14 @@ def test_bound_command_reports_each_timing_s_bounds(tmp_path, capsys):
     assert {r["bound"] for r in report["bounds"]} == {"ideal", "hbm-cut", "fluid"}
     assert report["best"]["ns"] == 191_398
     assert main(["bound", str(CALIBRATION), "--timing", "nonsense"]) == 2
+
+
+def test_every_reported_bound_is_recomputed_from_its_params():
+    instance = load_instance(CALIBRATION)
+    for timing in TIMINGS:
+        report = lower_bounds(instance, timing=timing, window=4, window_time_s=5.0,
+                              lp_max_ops=0)
+        for row in report["bounds"]:
+            assert row["status"] in ("complete", "time-limit"), row
+            if row["status"] == "complete":
+                assert recompute(instance, timing, row["bound"], row["params"]) == row["ns"]

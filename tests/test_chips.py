@@ -2,9 +2,9 @@
 
 import pytest
 
-from elk_opt.chips import DEFAULT_CHIP, chip_names, load_chip
 from elk_opt.cli import main
 from elk_opt.errors import InputError, UsageError
+from elk_opt.frontend.chips import DEFAULT_CHIP, chip_names, load_chip
 
 
 def test_presets_load_with_published_figures():

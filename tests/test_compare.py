@@ -7,9 +7,9 @@ import json
 import pytest
 
 from elk_opt.cli import main
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import save_instance
 from elk_opt.methods import heuristics
-from elk_opt.synthetic import synthetic_instance
 
 
 @pytest.mark.parametrize("timing", ["shared-noc", "separate-noc"])

@@ -6,14 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from elk_opt.chips import chip_names, load_chip
 from elk_opt.cli import main
-from elk_opt.cost import get_cost_model
-from elk_opt.cost.analytic import AnalyticModel
-from elk_opt.cost.links import SCurveLink
-from elk_opt.cost.table import table_from_dict
-from elk_opt.partition import candidates
-from elk_opt.zoo import model_instance
+from elk_opt.frontend.chips import chip_names, load_chip
+from elk_opt.frontend.cost import get_cost_model
+from elk_opt.frontend.cost.analytic import AnalyticModel
+from elk_opt.frontend.cost.links import SCurveLink
+from elk_opt.frontend.cost.table import table_from_dict
+from elk_opt.frontend.partition import candidates
+from elk_opt.frontend.zoo import model_instance
 
 
 def table(curves, gemm=()):
@@ -99,7 +99,7 @@ def test_more_noc_bytes_never_less_noc_time_across_plans():
     chip = load_chip("ipu-mk2")
     cost = get_cost_model("analytic", chip)
     inst = model_instance("llama2-7b", chip, batch=4, kv_len=512, layers=1)
-    from elk_opt.build import work_from_dict
+    from elk_opt.frontend.build import work_from_dict
     for op in inst.ops:
         cands = candidates(work_from_dict(op.extra["work"]), chip.cores, cost)
         ranked = sorted(cands, key=lambda c: (c.noc_bytes, c.exchange_ns))

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elk_opt.chips import chip_names, load_chip
 from elk_opt.cli import main
-from elk_opt.cost import get_cost_model
-from elk_opt.cost.calibration import (
+from elk_opt.frontend.chips import chip_names, load_chip
+from elk_opt.frontend.cost import get_cost_model
+from elk_opt.frontend.cost.calibration import (
     QUIRK_ROLES,
     VIEWS,
     load_table,
@@ -20,10 +20,10 @@ from elk_opt.cost.calibration import (
     same_operators,
     table_works,
 )
-from elk_opt.cost.elk_paper import ElkPaperModel
-from elk_opt.onnx_import import Work
-from elk_opt.partition import candidates, search
-from elk_opt.zoo import model_instance, model_names
+from elk_opt.frontend.cost.elk_paper import ElkPaperModel
+from elk_opt.frontend.onnx_import import Work
+from elk_opt.frontend.partition import candidates, search
+from elk_opt.frontend.zoo import model_instance, model_names
 
 CHIPS = {name: load_chip(name) for name in chip_names()}
 POD = CHIPS["ipu-pod4-hbm3e"]  # the paper's evaluation chip: 4 x 1,472 cores, 624 KiB, 16 TB/s

@@ -9,17 +9,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from elk_opt.bounds.window import window_bound
 from elk_opt.cli import main
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate, evaluate_plan
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict, save_instance
 from elk_opt.methods import heuristics
 from elk_opt.methods import solve as run_method
 from elk_opt.solution import SolveOptions
-from elk_opt.synthetic import synthetic_instance
 from formulations import cpsat, ilp
 from formulations.enumerate import enumerate_optimum
-from formulations.window_bound import window_bound
 from tests.strategies import random_instances, synthetic_instances
 from tests.tiny import parse, tiny_instance
 from verify import check

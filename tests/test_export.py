@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from elk_opt.cli import main
+from elk_opt.frontend.synthetic import synthetic_instance as synthetic
 from elk_opt.io import plan_to_dict, save_instance
 from elk_opt.problem import TIMINGS, Instance
 from elk_opt.solution import SolveOptions
-from elk_opt.synthetic import synthetic_instance as synthetic
 from formulations import cpsat, ilp
 from formulations.export import export_model
 from formulations.import_solution import RejectedSolution, import_solution

@@ -178,10 +178,10 @@ def test_suite_errors_name_the_field():
 def test_noc_occupancy_reaches_the_builder_only_when_set(monkeypatch):
     """Each occupancy is an instance of its own (its key says which), passed to the zoo
     builder; a suite that does not name one leaves the builder its chip's default."""
-    import elk_opt.zoo
+    import elk_opt.frontend.zoo
 
     seen = []
-    monkeypatch.setattr(elk_opt.zoo, "model_instance",
+    monkeypatch.setattr(elk_opt.frontend.zoo, "model_instance",
                         lambda model, **kwargs: seen.append((model, kwargs)))
     specs = parse_suite('[[instance]]\nsource = "zoo"\nmodel = "llama2-7b"\nlayers = 1\n'
                         'noc_occupancy = ["bytes", "bsp"]\n'

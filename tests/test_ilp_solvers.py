@@ -10,10 +10,10 @@ import pulp
 import pytest
 
 from elk_opt.cli import main
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict, save_instance
 from elk_opt.problem import TIMINGS
 from elk_opt.solution import SolveOptions
-from elk_opt.synthetic import synthetic_instance
 from formulations import ilp
 from formulations.ilp_solvers import ALIASES, available
 from verify import check

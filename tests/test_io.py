@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 
 from elk_opt.errors import InputError
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import (
     instance_from_dict,
     instance_to_dict,
@@ -15,7 +16,6 @@ from elk_opt.io import (
     save_instance,
 )
 from elk_opt.methods import solve
-from elk_opt.synthetic import synthetic_instance
 from tests.strategies import synthetic_instances
 
 

@@ -7,16 +7,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elk_opt.build import work_from_dict
-from elk_opt.chips import DATA_DIR, chip_names, load_chip, resolve_noc_occupancy
 from elk_opt.cli import main
-from elk_opt.cost import get_cost_model
-from elk_opt.cost.analytic import AnalyticModel
-from elk_opt.cost.table import TableModel, table_from_dict
 from elk_opt.errors import InputError, UsageError
+from elk_opt.frontend.build import work_from_dict
+from elk_opt.frontend.chips import DATA_DIR, chip_names, load_chip, resolve_noc_occupancy
+from elk_opt.frontend.cost import get_cost_model
+from elk_opt.frontend.cost.analytic import AnalyticModel
+from elk_opt.frontend.cost.table import TableModel, table_from_dict
+from elk_opt.frontend.partition import candidates, footprint, search
+from elk_opt.frontend.zoo import model_instance
 from elk_opt.io import load_instance
-from elk_opt.partition import candidates, footprint, search
-from elk_opt.zoo import model_instance
 from tests.test_partition import works
 
 CHIPS = {name: load_chip(name) for name in chip_names()}

@@ -4,11 +4,11 @@ import onnx
 import pytest
 from onnx import TensorProto, helper
 
-from elk_opt.build import instance_from_graph
-from elk_opt.chips import load_chip
 from elk_opt.cli import main
 from elk_opt.errors import InputError, UsageError
-from elk_opt.onnx_import import Bindings, import_graph
+from elk_opt.frontend.build import instance_from_graph
+from elk_opt.frontend.chips import load_chip
+from elk_opt.frontend.onnx_import import Bindings, import_graph
 
 BF = TensorProto.BFLOAT16
 
@@ -216,7 +216,7 @@ def test_an_op_without_onnx_shape_inference_says_why():
 
 def test_a_huge_dimension_is_rejected_before_it_is_split(tmp_path, capsys):
     """2**40 sequences would make billions of chunks (issue 12: 30 s before the error)."""
-    from elk_opt.build import MAX_CHUNKS, split_large_ops
+    from elk_opt.frontend.build import MAX_CHUNKS, split_large_ops
     ops = import_graph(matmul_graph([2**40, 64], [64, 16]), "m.onnx", Bindings(1, 1, 1))
     with pytest.raises(UsageError, match=f"more than {MAX_CHUNKS:,}; lower --batch"):
         split_large_ops(ops, load_chip("ipu-pod4-hbm3e"))
@@ -233,7 +233,7 @@ def test_synthetic_size_is_bounded(tmp_path, capsys):
 
 
 def test_divisors_of_large_core_counts_are_fast():
-    from elk_opt.partition import divisors
+    from elk_opt.frontend.partition import divisors
     for n in (1, 2, 36, 97, 1472, 5888, 2304):
         assert divisors(n) == tuple(d for d in range(1, n + 1) if n % d == 0)
     assert len(divisors(2**40)) == 41  # a chip file may say anything: O(sqrt n), not O(n)

@@ -5,10 +5,10 @@ from math import ceil
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elk_opt.chips import chip_figure, chip_names, load_chip
-from elk_opt.cost import get_cost_model
-from elk_opt.onnx_import import Work
-from elk_opt.partition import SearchOptions, footprint, search
+from elk_opt.frontend.chips import chip_figure, chip_names, load_chip
+from elk_opt.frontend.cost import get_cost_model
+from elk_opt.frontend.onnx_import import Work
+from elk_opt.frontend.partition import SearchOptions, footprint, search
 
 CHIPS = {name: load_chip(name) for name in chip_names()}
 dims = st.integers(1, 9000)

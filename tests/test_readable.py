@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from elk_opt.errors import InputError
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import load_plan, plan_to_dict
 from elk_opt.methods import solve
-from elk_opt.synthetic import synthetic_instance
 from verify import check
 from verify.cli import verify_file
 

@@ -143,17 +143,17 @@ def test_the_papers_figures_appear_beside_ours(quick):
 
 def test_an_unavailable_cost_model_is_reported_not_dropped(tmp_path, monkeypatch, capsys):
     """Whatever this build knows, a cost model that cannot price is shown as unavailable."""
-    import elk_opt.cost
+    import elk_opt.frontend.cost
     from elk_opt.errors import UsageError
 
-    real = elk_opt.cost.get_cost_model
+    real = elk_opt.frontend.cost.get_cost_model
 
     def without_elk_paper(spec, chip):
         if spec == "elk-paper":
             raise UsageError("unknown cost model 'elk-paper'")
         return real(spec, chip)
 
-    monkeypatch.setattr(elk_opt.cost, "get_cost_model", without_elk_paper)
+    monkeypatch.setattr(elk_opt.frontend.cost, "get_cost_model", without_elk_paper)
     out = tmp_path / "r"
     assert main(["reproduce", "-o", str(out), "--models", "llama2-13b", "--batches", "32",
                  "--kv", "2048", "--layers", "1", "--settings", "separate-noc",

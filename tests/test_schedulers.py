@@ -12,9 +12,11 @@ from collections import Counter
 import pytest
 from hypothesis import given, settings
 
-from elk_opt.bounds import ideal_bound
-from elk_opt.cheap_bound import best_cheap_bound
+from elk_opt.bounds.cheap import best_cheap_bound
+from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.evaluate import evaluate, evaluate_plan, fits_memory
+from elk_opt.frontend.synthetic import synthetic_instance
+from elk_opt.frontend.zoo import model_instance, model_names
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import METHODS, solve
 from elk_opt.problem import (
@@ -31,8 +33,6 @@ from elk_opt.problem import (
     Warmup,
 )
 from elk_opt.solution import SolveOptions, make_plan
-from elk_opt.synthetic import synthetic_instance
-from elk_opt.zoo import model_instance, model_names
 from heuristics.inductive import schedule
 from heuristics.ladders import op_classes
 from heuristics.orders import find_template, full_order, layer_orders

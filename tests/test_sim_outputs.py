@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from elk_opt.cli import main
 from elk_opt.errors import InputError
 from elk_opt.evaluate import evaluate
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import save_plan
 from elk_opt.lower import (
     ExecuteCall,
@@ -24,7 +25,6 @@ from elk_opt.lower import (
 from elk_opt.methods import solve
 from elk_opt.simulator import simulate, simulate_program
 from elk_opt.simulator.trace import trace_events
-from elk_opt.synthetic import synthetic_instance
 from tests.test_simulator import mesh_of, random_plans
 
 

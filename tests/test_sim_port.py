@@ -12,13 +12,13 @@ from hypothesis import strategies as st
 from elk_opt.cli import main
 from elk_opt.errors import InputError
 from elk_opt.evaluate import evaluate
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import save_plan
 from elk_opt.lower import device_program_from_dict, device_program_to_dict, lower
 from elk_opt.methods import solve
 from elk_opt.problem import Chip, ExecPlan, Instance, Noc, Op, Plan, PreloadPlan, Warmup
 from elk_opt.simulator import simulate, simulate_program
 from elk_opt.solution import SolveOptions, make_plan
-from elk_opt.synthetic import synthetic_instance
 from tests.strategies import random_instances, random_plans
 from tests.tiny import only_choice, parse, port_instance
 

@@ -15,6 +15,8 @@ from hypothesis import strategies as st
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate, evaluate_plan
+from elk_opt.frontend.synthetic import synthetic_instance
+from elk_opt.frontend.zoo import model_instance, model_names
 from elk_opt.methods import METHODS, heuristics, solve
 from elk_opt.problem import (
     Chip,
@@ -33,8 +35,6 @@ from elk_opt.simulator import EXACT_SHARING, all_to_all_twin, simulate
 from elk_opt.simulator.flows import max_min_speeds
 from elk_opt.simulator.network import build_network, dor_link_loads, hbm_port_routers
 from elk_opt.solution import SolveOptions, make_plan
-from elk_opt.synthetic import synthetic_instance
-from elk_opt.zoo import model_instance, model_names
 from tests.strategies import random_instances, synthetic_instances
 from tests.tiny import only_choice, parse, tiny_instance
 

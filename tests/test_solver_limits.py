@@ -20,10 +20,10 @@ import pytest
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict, save_instance
 from elk_opt.methods import heuristics, solve
 from elk_opt.solution import SolveOptions
-from elk_opt.synthetic import synthetic_instance
 from formulations import cpsat, ilp
 from formulations.highs_run import new_highs, run_interruptible
 from tests.tiny import tiny_instance

@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import pytest
 
-from elk_opt.chips import load_chip
 from elk_opt.cli import main
 from elk_opt.errors import UsageError
+from elk_opt.frontend.chips import load_chip
 from elk_opt.studies.executors import run_all
 from elk_opt.studies.sweep import Figure, run_sweep_cell, sweep_cells, vary
 

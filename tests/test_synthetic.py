@@ -2,9 +2,9 @@
 
 from hypothesis import given
 
+from elk_opt.frontend.synthetic import LAYER_TEMPLATE, synthetic_instance
 from elk_opt.io import instance_to_dict
 from elk_opt.methods import solve
-from elk_opt.synthetic import LAYER_TEMPLATE, synthetic_instance
 from tests.strategies import synthetic_instances
 
 

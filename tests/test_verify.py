@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elk_opt.evaluate import evaluate, evaluate_plan
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
 from elk_opt.problem import (
@@ -21,7 +22,6 @@ from elk_opt.problem import (
     PreloadPlan,
     Warmup,
 )
-from elk_opt.synthetic import synthetic_instance
 from tests.strategies import random_instances, random_plans, synthetic_instances
 from tests.tiny import only_choice, parse, port_instance, tiny_instance
 from verify import check
@@ -377,7 +377,7 @@ def test_verify_exits_quietly_when_its_reader_goes_away(tmp_path):
     ("[" * 3000 + "]" * 3000, "nested too deeply"),
     ('{"format": "elk-plan/1", "big": ' + "1" * 5001 + "}", "big: must be at most 2**53 - 1"),
     ('{"format": NaN}', "NaN is not a JSON value"),
-])
+], ids=["deep-object", "deep-list", "long-integer", "nan"])
 def test_hostile_json_is_one_line_and_exit_2_in_a_fresh_interpreter(tmp_path, text, expected):
     import subprocess
     import sys

@@ -5,11 +5,11 @@ from collections import defaultdict
 import pytest
 
 from elk_opt.evaluate import evaluate
+from elk_opt.frontend.zoo import model_instance, model_names
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
 from elk_opt.problem import TIMINGS
 from elk_opt.solution import SolveOptions
-from elk_opt.zoo import model_instance, model_names
 from verify import check
 
 BF16 = 2

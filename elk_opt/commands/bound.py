@@ -2,13 +2,14 @@
 
 Each bound holds for every plan obeying R5 under the timing asked for (default shared-noc),
 whatever its pairs, preload order, issue points and releases; the table says for which timings
-and execution orders. The bounds are described in `elk_opt.lower_bounds`.
+and execution orders. The bounds are described in `elk_opt.bounds.run_all`.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from elk_opt.bounds.run_all import lower_bounds
 from elk_opt.commands.flags import (
     add_quiet,
     add_timing,
@@ -18,7 +19,6 @@ from elk_opt.commands.flags import (
     positive_int,
 )
 from elk_opt.io import load_instance, save_json
-from elk_opt.lower_bounds import lower_bounds
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -1,10 +1,10 @@
-"""`elk-opt chips`: the chip presets (each file in elk_opt/chip_data cites its figures)."""
+"""`elk-opt chips`: the chip presets (each file in elk_opt/frontend/chip_data cites its figures)."""
 
 from __future__ import annotations
 
 import argparse
 
-from elk_opt.chips import (
+from elk_opt.frontend.chips import (
     DEFAULT_CHIP,
     chip_figure,
     chip_names,

@@ -20,7 +20,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from elk_opt.cost.collect import collect
+    from elk_opt.frontend.cost.collect import collect
 
     started = time.perf_counter()
     table = collect(quick=args.quick)

@@ -2,7 +2,7 @@
 
 Runs every heuristic (or the `--methods` given, exact ones included), checks each plan with
 the independent verifier, and prints makespan, ratio to the best plan, the Ideal roofline as a
-fraction of the makespan (elk_opt.bounds: a valid lower bound, so at most 100%), preload
+fraction of the makespan (elk_opt.bounds.ideal: a valid lower bound, so at most 100%), preload
 counts, peak SRAM and solve time. The Ideal row shows the bound itself: it is not a schedule.
 """
 

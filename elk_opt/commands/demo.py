@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from elk_opt.bounds import ideal_bound
-from elk_opt.chips import DEFAULT_CHIP
+from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.commands.flags import add_timing, output_dir
 from elk_opt.evaluate import evaluate
+from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.interrupts import sigint_restored
 from elk_opt.io import ensure_dir, plan_to_dict, save_instance, save_plan, write_atomic
 from elk_opt.methods import heuristics, solve
@@ -78,7 +78,7 @@ def _other(timing: Timing) -> Timing:
 
 
 def run(args: argparse.Namespace) -> int:
-    from elk_opt.zoo import model_instance
+    from elk_opt.frontend.zoo import model_instance
 
     out = ensure_dir(args.output)
     _say(f"building {MODEL} decode (batch {BATCH}, KV {KV_LEN}) on {DEFAULT_CHIP}...")

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 import time
 
-from elk_opt.chips import DEFAULT_CHIP, NOC_OCCUPANCIES, load_chip
 from elk_opt.commands.flags import (
     add_quiet,
     nonnegative_int,
@@ -16,13 +15,14 @@ from elk_opt.commands.flags import (
     positive_int,
     unit_fraction,
 )
-from elk_opt.cost import DEFAULT_COST_MODEL
 from elk_opt.errors import UsageError
+from elk_opt.frontend.chips import DEFAULT_CHIP, NOC_OCCUPANCIES, load_chip
+from elk_opt.frontend.cost import DEFAULT_COST_MODEL
+from elk_opt.frontend.partition import SearchOptions
+from elk_opt.frontend.sources import instance_from_source
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import save_instance
-from elk_opt.partition import SearchOptions
 from elk_opt.problem import Instance
-from elk_opt.sources import instance_from_source
-from elk_opt.synthetic import synthetic_instance
 
 MAX_SYNTHETIC_PLANS = 400_000  # 100,000 ops of 4 plans: 73 MB of JSON, built in about 30 s
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from elk_opt.chips import load_chip
+from elk_opt.frontend.chips import load_chip
 from elk_opt.io import load_plan
 from elk_opt.lower import ExecuteCall, lower, save_device_program
 

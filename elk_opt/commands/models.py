@@ -11,7 +11,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from elk_opt.zoo import describe, model_names
+    from elk_opt.frontend.zoo import describe, model_names
 
     for name in model_names():
         print(f"{name:<12} {describe(name)}")

@@ -69,7 +69,7 @@ def _plot(instance: Instance, op: Op, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from elk_opt.partition import candidates, pareto
+    from elk_opt.frontend.partition import candidates, pareto
 
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     cands = _candidates(instance, op, candidates)
@@ -101,8 +101,8 @@ def _candidates(instance: Instance, op: Op, search):
     spec = instance.extra.get("cost_model", {})
     if not isinstance(work, dict) or not isinstance(spec, dict) or "spec" not in spec:
         return []
-    from elk_opt.build import work_from_dict
-    from elk_opt.cost import get_cost_model
+    from elk_opt.frontend.build import work_from_dict
+    from elk_opt.frontend.cost import get_cost_model
 
     try:
         w = work_from_dict(work)

@@ -70,7 +70,7 @@ class Config:
                 f"{self.setting}")
 
     def build(self) -> Instance:
-        from elk_opt.zoo import model_instance
+        from elk_opt.frontend.zoo import model_instance
 
         return model_instance(self.model, self.chip, batch=self.batch, kv_len=self.kv_len,
                               layers=self.layers, cost_model=self.cost_model,
@@ -170,13 +170,13 @@ class Grid:
         return Config(model, batch, kv, layers, cost, setting, self.chip)
 
     def _layers(self, model: str) -> int:
-        from elk_opt.zoo import model_config
+        from elk_opt.frontend.zoo import model_config
 
         whole = model_config(model).layers
         return whole if self.layers is None else min(self.layers, whole)
 
     def validate(self) -> None:
-        from elk_opt.zoo import model_config
+        from elk_opt.frontend.zoo import model_config
 
         for m in self.models:
             whole = model_config(m).layers  # raises UsageError naming the zoo
@@ -221,8 +221,8 @@ class Task:
 
 def unavailable_reason(cost_model: str, chip_name: str) -> str:
     """Why this build cannot price with `cost_model` ("" when it can)."""
-    from elk_opt.chips import load_chip
-    from elk_opt.cost import get_cost_model
+    from elk_opt.frontend.chips import load_chip
+    from elk_opt.frontend.cost import get_cost_model
 
     try:
         get_cost_model(cost_model, load_chip(chip_name))
@@ -306,7 +306,7 @@ def _plan_cell(plan: Plan, cell: Cell) -> Cell:
 
 def _ideal_cell(instance: Instance, cell: Cell) -> Cell:
     """The Ideal roofline: the bound, and the model's HBM traffic and work over it."""
-    from elk_opt.bounds import ideal_bound
+    from elk_opt.bounds.ideal import ideal_bound
 
     started = time.perf_counter()
     bound = ideal_bound(instance)

@@ -48,11 +48,11 @@ class InstanceSpec:
     def build(self) -> Instance:
         args = dict(self.fields)
         if self.source == "synthetic":
-            from elk_opt.synthetic import synthetic_instance
+            from elk_opt.frontend.synthetic import synthetic_instance
 
             return synthetic_instance(**args)
         if self.source == "zoo":
-            from elk_opt.zoo import model_instance
+            from elk_opt.frontend.zoo import model_instance
 
             model = args.pop("model")
             return model_instance(model, **args)

@@ -101,12 +101,12 @@ class SweepPoint:
 
 
 def run_sweep_cell(cell: SweepCell) -> SweepPoint:
-    from elk_opt.chips import load_chip
+    from elk_opt.frontend.chips import load_chip
+    from elk_opt.frontend.zoo import model_instance
     from elk_opt.io import plan_to_dict
     from elk_opt.methods import solve
     from elk_opt.simulator import simulate
     from elk_opt.solution import SolveOptions
-    from elk_opt.zoo import model_instance
     from verify import check
 
     chip = vary(load_chip(cell.chip), cell.axis, cell.value)

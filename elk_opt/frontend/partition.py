@@ -27,9 +27,9 @@ from functools import cache
 from math import ceil, isqrt
 from typing import Any
 
-from elk_opt.chips import NocOccupancy
-from elk_opt.cost import CostModel
-from elk_opt.onnx_import import Work
+from elk_opt.frontend.chips import NocOccupancy
+from elk_opt.frontend.cost import CostModel
+from elk_opt.frontend.onnx_import import Work
 from elk_opt.problem import ExecPlan, PreloadPlan, Warmup
 
 ACC_BYTES = 4  # partial sums of a split reduction dimension are fp32

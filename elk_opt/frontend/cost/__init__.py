@@ -2,7 +2,7 @@
 
 `get_cost_model(spec, chip)`: "analytic" (the default, calibrated from the chip's published
 figures), "elk-paper" (the cost rules of the Elk paper's published implementation, read from
-its calibration data; `elk_opt/cost/elk_paper.py`) or "table:PATH" (measured GEMM and
+its calibration data; `elk_opt/frontend/cost/elk_paper.py`) or "table:PATH" (measured GEMM and
 collective tables, XLA latency-hiding-scheduler style, falling back to the analytic model for
 what the table lacks). All offer the same methods, used by the partition search, and
 metadata() recorded in the instance. How a plan's port use is reported (`bytes` or `bsp`,
@@ -47,16 +47,16 @@ def cost_model_names() -> list[str]:
 
 
 def get_cost_model(spec: str, chip: Chip) -> CostModel:
-    from elk_opt.cost.analytic import AnalyticModel
+    from elk_opt.frontend.cost.analytic import AnalyticModel
 
     if spec == "analytic":
         return AnalyticModel(chip)
     if spec == "elk-paper":
-        from elk_opt.cost.elk_paper import ElkPaperModel
+        from elk_opt.frontend.cost.elk_paper import ElkPaperModel
 
         return ElkPaperModel(chip)
     if spec.startswith("table:") and len(spec) > len("table:"):
-        from elk_opt.cost.table import TableModel, load_table
+        from elk_opt.frontend.cost.table import TableModel, load_table
 
         return TableModel(AnalyticModel(chip), load_table(spec[len("table:"):]))
     raise UsageError(f"unknown cost model {spec!r}; choose analytic, elk-paper or table:PATH "

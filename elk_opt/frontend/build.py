@@ -14,11 +14,11 @@ from typing import Any
 
 import onnx
 
-from elk_opt.chips import NocOccupancy, resolve_noc_occupancy
-from elk_opt.cost import DEFAULT_COST_MODEL, CostModel, get_cost_model
 from elk_opt.errors import UsageError
-from elk_opt.onnx_import import Bindings, GraphOp, Work, import_graph
-from elk_opt.partition import (
+from elk_opt.frontend.chips import NocOccupancy, resolve_noc_occupancy
+from elk_opt.frontend.cost import DEFAULT_COST_MODEL, CostModel, get_cost_model
+from elk_opt.frontend.onnx_import import Bindings, GraphOp, Work, import_graph
+from elk_opt.frontend.partition import (
     DEFAULT_SEARCH,
     NoPlanFits,
     OpPlans,

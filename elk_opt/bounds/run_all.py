@@ -6,14 +6,14 @@ DESIGN.md 5b), at any pair choice, preload order, issue points and releases; eac
 which timings and execution orders. A bound of separate-noc holds for shared-noc too (sharing
 only slows); the port bounds need the shared port.
 
-- ideal: the paper's Ideal roofline (elk_opt.bounds), any execution order;
+- ideal: the paper's Ideal roofline (elk_opt.bounds.ideal), any execution order;
 - hbm-cut, port-cut, port-total: the loads (and under 5b, the port work) that must precede
-  an execute's start (elk_opt.cut_bounds), linear time;
+  an execute's start (elk_opt.bounds.cuts), linear time;
 - fluid: an LP over how load and execute work can overlap between execute starts, with
-  the port's sharing rule under 5b (formulations.fluid_bound);
+  the port's sharing rule under 5b (elk_opt.bounds.fluid);
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
-  (formulations.window_bound); sees SRAM.
+  (elk_opt.bounds.window); sees SRAM.
 The lp and window models are section 5's: valid under both timings, blind to the port.
 Every bound but ideal and port-total holds for plans that execute in the instance's order
 (every method here does). A Ctrl-C stops the bound being computed and keeps those already
@@ -28,8 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from elk_opt.bounds import ideal_bound
-from elk_opt.cut_bounds import hbm_cut_bound, port_cut_bound, port_total_bound
+from elk_opt.bounds.cuts import hbm_cut_bound, port_cut_bound, port_total_bound
+from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.errors import UsageError
 from elk_opt.problem import DEFAULT_TIMING, Instance, Timing
 
@@ -53,23 +53,30 @@ class _Limits:
             print(text, file=sys.stderr)
 
 
-def _row(name: str, started: float, ns: int | None, timings: str, order: str,
-         note: str) -> dict[str, Any]:
+def _row(name: str, started: float, ns: int | None, timings: str, order: str, note: str,
+         *, status: str = "complete", params: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One report row. `status`: complete (the value is the bound), time-limit (stopped by its
+    limit: the value, if any, is still a bound), interrupted, or skipped; `params` are the
+    keyword arguments of `recompute` that reproduce the value."""
     return {"bound": name, "ns": ns, "wall_s": time.perf_counter() - started,
-            "timings": timings, "order": order, "note": note}
+            "timings": timings, "order": order, "note": note, "status": status,
+            "params": params or {}}
 
 
 def _fluid(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     n = len(instance.ops)
     if n > lim.fluid_max_ops:
         return None
-    from formulations.fluid_bound import fluid_bound
+    from elk_opt.bounds.fluid import fluid_bound
     lim.say(f"fluid LP of {n} ops...")
     started = time.perf_counter()
     fb = fluid_bound(instance, lim.timing, lim.fluid_time_s, threads=lim.threads)
+    done = fb.bound_ns is not None
     note = (f"{fb.columns:,} columns, {fb.rows:,} rows, {fb.classes} load classes"
-            if fb.bound_ns is not None else f"not finished in {lim.fluid_time_s:g} s")
-    return _row("fluid", started, fb.bound_ns, lim.timing, "instance", note)
+            if done else f"not finished in {lim.fluid_time_s:g} s")
+    return _row("fluid", started, fb.bound_ns, lim.timing, "instance", note,
+                status="complete" if done else "time-limit",
+                params={"time_limit_s": lim.fluid_time_s})
 
 
 def _lp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
@@ -79,31 +86,61 @@ def _lp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     from formulations.ilp import TooLarge, lp_bound
     lim.say(f"LP relaxation of {n} ops...")
     started = time.perf_counter()
+    params = {"time_limit_s": lim.lp_time_s}
     try:
         value = lp_bound(instance, lim.lp_time_s)
     except TooLarge:
         return _row("lp", started, None, BOTH, "instance",
-                    "skipped: the horizon is beyond what HiGHS solves reliably")
+                    "skipped: the horizon is beyond what HiGHS solves reliably",
+                    status="skipped", params=params)
     return _row("lp", started, value, BOTH, "instance",
                 "LP relaxation of the ILP (section 5 model)" if value is not None
-                else f"not finished in {lim.lp_time_s:g} s")
+                else f"not finished in {lim.lp_time_s:g} s",
+                status="complete" if value is not None else "time-limit", params=params)
 
 
 def _window(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     if not lim.window:
         return None
-    from formulations.window_bound import window_bound
+    from elk_opt.bounds.window import window_bound
     lim.say(f"window bound, {lim.window} ops per window...")
     wb = window_bound(instance, lim.window, lim.window_time_s, lim.threads,
                       progress=lim.progress)
     interrupted = wb.solved < wb.windows
     note = (f"interrupted: the first {wb.solved} of {wb.windows} windows" if interrupted
             else f"{wb.windows} windows, {wb.proven} solved to optimality")
+    status = ("interrupted" if interrupted
+              else "complete" if wb.proven == wb.windows else "time-limit")
     return {"bound": f"window{lim.window}", "ns": wb.bound_ns, "wall_s": wb.wall_s,
-            "timings": BOTH, "order": "instance", "note": note, "interrupted": interrupted}
+            "timings": BOTH, "order": "instance", "note": note, "status": status,
+            "params": {"width": lim.window, "time_limit_s": lim.window_time_s},
+            "interrupted": interrupted}
 
 
 HEAVY: tuple[Callable[[Instance, _Limits], dict[str, Any] | None], ...] = (_fluid, _lp, _window)
+
+
+def recompute(instance: Instance, timing: Timing, name: str,
+              params: dict[str, Any]) -> int | None:
+    """The value of the bound a report row names, computed again from its `params` (None if
+    it does not finish within them). Solver-backed bounds are deterministic only up to their
+    time limits: a value recomputed under a limit may differ from the recorded one."""
+    cheap: dict[str, Callable[[Instance], int]] = {"ideal": ideal_bound,
+                                                   "hbm-cut": hbm_cut_bound}
+    if timing == "shared-noc":
+        cheap |= {"port-total": port_total_bound, "port-cut": port_cut_bound}
+    if name in cheap:
+        return cheap[name](instance)
+    if name == "fluid":
+        from elk_opt.bounds.fluid import fluid_bound
+        return fluid_bound(instance, timing, params.get("time_limit_s")).bound_ns
+    if name == "lp":
+        from formulations.ilp import lp_bound
+        return lp_bound(instance, params.get("time_limit_s"))
+    if name.startswith("window") and "width" in params:
+        from elk_opt.bounds.window import window_bound
+        return window_bound(instance, params["width"], params["time_limit_s"], 1).bound_ns
+    raise UsageError(f"no bound named {name!r} under {timing} to recompute")
 
 
 def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
@@ -111,7 +148,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  window_time_s: float = 2.0, lp_max_ops: int = 400, lp_time_s: float = 120.0,
                  threads: int = 2, progress: bool = False) -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
-    "note"}], "best"}`.
+    "note", "status", "params"}], "best"}`.
 
     The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`; `window` ops per
     window (0 skips the window bound), `window_time_s` of CP-SAT per window; the LP relaxation
@@ -143,7 +180,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
             row = heavy(instance, lim)
         except KeyboardInterrupt:
             rows.append(_row(heavy.__name__.strip("_"), started, None, "", "",
-                             "interrupted (the rest skipped)"))
+                             "interrupted (the rest skipped)", status="interrupted"))
             break
         if row is not None:
             interrupted = row.pop("interrupted", False)

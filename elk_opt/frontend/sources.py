@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from elk_opt.cost import DEFAULT_COST_MODEL
 from elk_opt.errors import UsageError
-from elk_opt.partition import DEFAULT_SEARCH, SearchOptions
+from elk_opt.frontend.cost import DEFAULT_COST_MODEL
+from elk_opt.frontend.partition import DEFAULT_SEARCH, SearchOptions
 from elk_opt.problem import Chip, Instance
 
 
@@ -23,7 +23,7 @@ def instance_from_source(source: str | Path, chip: Chip, *, batch: int = 32, kv_
     """Build a zoo model (`layers`: keep the first N; `dtype` of its weights and activations)
     or import an ONNX file (its own types; export fewer layers instead of `layers`).
     `noc_occupancy` is "bytes" or "bsp" (None: the chip's default; docs/models.md)."""
-    from elk_opt.zoo import model_instance, model_names
+    from elk_opt.frontend.zoo import model_instance, model_names
 
     if str(source) in model_names():
         if progress:
@@ -37,8 +37,8 @@ def instance_from_source(source: str | Path, chip: Chip, *, batch: int = 32, kv_
                          f"({', '.join(model_names())}), an .onnx file or 'synthetic'")
     if layers is not None:
         raise UsageError("--layers applies to zoo models; export fewer layers instead")
-    from elk_opt.build import instance_from_graph
-    from elk_opt.onnx_import import load_model
+    from elk_opt.frontend.build import instance_from_graph
+    from elk_opt.frontend.onnx_import import load_model
 
     model = load_model(path)
     if progress:

@@ -45,7 +45,7 @@ from dataclasses import dataclass
 import highspy
 import numpy as np
 
-from elk_opt.cut_bounds import PairCost, pair_costs
+from elk_opt.bounds.cuts import PairCost, pair_costs
 from elk_opt.noc import shares
 from elk_opt.problem import Instance, Timing
 from formulations.highs_run import new_highs, run_interruptible

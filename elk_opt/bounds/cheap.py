@@ -5,10 +5,10 @@ choice):
 
 | bound | module | separate-noc | shared-noc | execution order |
 | --- | --- | --- | --- | --- |
-| Ideal | elk_opt.bounds | yes | yes | any |
-| HBM cut | elk_opt.cut_bounds | yes | yes | the instance's |
-| port total | elk_opt.cut_bounds | no | yes | any |
-| port cut | elk_opt.cut_bounds | no | yes | the instance's |
+| Ideal | elk_opt.bounds.ideal | yes | yes | any |
+| HBM cut | elk_opt.bounds.cuts | yes | yes | the instance's |
+| port total | elk_opt.bounds.cuts | no | yes | any |
+| port cut | elk_opt.bounds.cuts | no | yes | the instance's |
 
 A bound valid for separate-noc holds for shared-noc too (sharing only slows); the port bounds
 need the shared port. Every method here executes in the instance's order, so the default
@@ -19,8 +19,8 @@ order. Heavier bounds (the fluid LP, the ILP's LP relaxation, CP-SAT windows) ar
 
 from __future__ import annotations
 
-from elk_opt.bounds import ideal_bound
-from elk_opt.cut_bounds import hbm_cut_bound, port_cut_bound, port_total_bound
+from elk_opt.bounds.cuts import hbm_cut_bound, port_cut_bound, port_total_bound
+from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.problem import Instance, Timing
 
 

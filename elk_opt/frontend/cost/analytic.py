@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from math import ceil, sqrt
 from typing import Any
 
-from elk_opt.chips import chip_figure
-from elk_opt.cost.links import SCurveLink
+from elk_opt.frontend.chips import chip_figure
+from elk_opt.frontend.cost.links import SCurveLink
 from elk_opt.problem import Chip
 
 MATMUL_K_ALIGN = 16  # AMP units consume k in blocks of 16 (IPU: 16 fp16 per pass)

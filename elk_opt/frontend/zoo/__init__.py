@@ -11,14 +11,14 @@ from typing import Any
 
 import onnx
 
-from elk_opt.build import MODES, instance_from_graph
-from elk_opt.chips import DEFAULT_CHIP, load_chip
-from elk_opt.cost import DEFAULT_COST_MODEL
 from elk_opt.errors import UsageError
-from elk_opt.partition import DEFAULT_SEARCH, SearchOptions
+from elk_opt.frontend.build import MODES, instance_from_graph
+from elk_opt.frontend.chips import DEFAULT_CHIP, load_chip
+from elk_opt.frontend.cost import DEFAULT_COST_MODEL
+from elk_opt.frontend.partition import DEFAULT_SEARCH, SearchOptions
+from elk_opt.frontend.zoo.configs import DECODERS, DIT, DecoderConfig, DitConfig
+from elk_opt.frontend.zoo.graphs import DTYPES, decoder_graph, dit_graph
 from elk_opt.problem import Chip, Instance
-from elk_opt.zoo.configs import DECODERS, DIT, DecoderConfig, DitConfig
-from elk_opt.zoo.graphs import DTYPES, decoder_graph, dit_graph
 
 __all__ = ["model_names", "model_config", "model_graph", "model_instance", "describe"]
 

@@ -1,4 +1,4 @@
-"""Chip presets (`elk_opt/chip_data/*.toml`, each citing its published figures) and user chips.
+"""Chip presets (`frontend/chip_data/*.toml`, each citing its published figures) and user chips.
 
 A chip file holds the `elk-instance/1` chip fields (name, cores, sram_bytes, hbm_bytes_per_s,
 clock_hz, [noc]) plus an `[extra]` table of per-core figures the cost models and the simulator

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from elk_opt.cost.table import NOC_KIND, TABLE_FORMAT
+from elk_opt.frontend.cost.table import NOC_KIND, TABLE_FORMAT
 
 FULL = {"sizes": (16, 64, 256, 1024), "batches": (1, 8), "copy_exp": range(10, 27, 2),
         "min_s": 0.01, "max_flops": 2 * 512**3}

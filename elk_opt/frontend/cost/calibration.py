@@ -28,9 +28,9 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
-from elk_opt.cost import CostModel, get_cost_model
-from elk_opt.onnx_import import Work
-from elk_opt.partition import search
+from elk_opt.frontend.cost import CostModel, get_cost_model
+from elk_opt.frontend.onnx_import import Work
+from elk_opt.frontend.partition import search
 from elk_opt.problem import Chip
 
 TABLE = Path(__file__).with_name("data") / "elk-artifact-llama2-13b-b32-kv2048-layer.json"
@@ -160,7 +160,7 @@ def same_operators(cost: CostModel, chip: Chip, table: dict[str, Any] | None = N
 
 
 def our_graph(spec: str, chip: Chip, table: dict[str, Any] | None = None) -> Comparison:
-    from elk_opt.zoo import model_instance
+    from elk_opt.frontend.zoo import model_instance
 
     table = table or load_table()
     times, counts, table_load = _table_sums(table)

@@ -25,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from elk_opt.cost.analytic import AnalyticModel
 from elk_opt.errors import InputError
+from elk_opt.frontend.cost.analytic import AnalyticModel
 from elk_opt.io import read_json
 
 TABLE_FORMAT = "elk-cost-table/1"

@@ -49,7 +49,7 @@ from functools import cached_property
 from math import ceil
 from typing import Any
 
-from elk_opt.chips import chip_figure
+from elk_opt.frontend.chips import chip_figure
 from elk_opt.problem import Chip
 
 PAPER_FLOPS_PER_CYCLE = 128  # the cycle rule's peak: 2 x 6 x 16 x 16 / 24

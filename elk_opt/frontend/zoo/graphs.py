@@ -16,7 +16,7 @@ import math
 import onnx
 from onnx import TensorProto, helper
 
-from elk_opt.zoo.configs import DecoderConfig, DitConfig
+from elk_opt.frontend.zoo.configs import DecoderConfig, DitConfig
 
 OPSET = 24
 DTYPES = {"bf16": TensorProto.BFLOAT16, "fp16": TensorProto.FLOAT16,

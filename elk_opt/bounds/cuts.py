@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from elk_opt.bounds import allowed_pairs
+from elk_opt.bounds.ideal import allowed_pairs
 from elk_opt.noc import PORT, exec_use, load_use
 from elk_opt.problem import Instance
 

@@ -1,0 +1,8 @@
+"""Lower bounds on the optimum makespan, one module per family.
+
+`ideal` (the paper's roofline), `cuts` (work that must precede an execute), `cheap` (the best
+linear-time bound, which every method claims), `fluid` (an LP of how load, execute and port
+work can overlap), `window` (CP-SAT on windows of consecutive ops), and `run_all`, which runs
+them for `elk-opt bound`. Each module's docstring says for which timings and execution orders
+its bound holds. Solvers load only in the modules that need them.
+"""

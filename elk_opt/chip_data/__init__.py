@@ -1,1 +1,0 @@
-"""Chip preset files (TOML); loaded by elk_opt.chips."""

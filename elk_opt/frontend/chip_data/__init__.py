@@ -1,0 +1,1 @@
+"""Chip preset files (TOML); loaded by elk_opt.frontend.chips."""
