@@ -1,0 +1,119 @@
+"""A spawned process that runs the search's solver phases, so the search can end one.
+
+A heuristic has no time limit, a solver may overrun its own while it builds a model, and
+CP-SAT catches SIGINT itself (it returns as if its time ran out, leaving no trace of the
+signal). Run here, any phase can be stopped at its deadline by ending the process, and the
+parent, which only waits, answers SIGINT and SIGTERM at once. The process ignores SIGINT (a
+Ctrl-C reaches the whole process group; the parent decides) and is killed when the search
+ends. Spawned, not forked: forking a process whose solver threads hold locks can deadlock.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import pickle
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from elk_opt.problem import Instance
+
+POLL_S = 0.1  # how often the parent looks at the process while it waits
+
+
+class TimedOut(Exception):
+    """The phase did not answer by its deadline; the process was ended."""
+
+
+@dataclass(frozen=True)
+class Task:
+    kind: str  # "solve": elk_opt.methods.solve(instance, method, options); "bounds": lower_bounds
+    args: dict[str, Any]
+
+
+def _run(instance: Instance, task: Task) -> Any:
+    if task.kind == "solve":
+        from elk_opt.methods import solve
+
+        return solve(instance, task.args["method"], task.args["options"])
+    if task.kind == "bounds":
+        from elk_opt.bounds.run_all import lower_bounds
+
+        return lower_bounds(instance, **task.args)
+    raise ValueError(f"unknown task {task.kind!r}")
+
+
+def _serve(conn: Connection, instance: Instance) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            task = conn.recv()
+        except (EOFError, OSError):
+            return
+        try:
+            answer = ("ok", _run(instance, task))
+        except Exception as e:  # handed to the parent, which raises it
+            answer = ("error", e)
+        try:
+            conn.send(answer)
+        except (pickle.PicklingError, TypeError, AttributeError):
+            conn.send(("error", RuntimeError(repr(answer[1]))))
+
+
+class Worker:
+    """`with Worker(instance) as w: w.call(Task(...), deadline)`; the process starts on the
+    first call (again after a call that timed out) and is killed on leaving the block."""
+
+    def __init__(self, instance: Instance) -> None:
+        self._instance = instance
+        self._process: multiprocessing.process.BaseProcess | None = None
+        self._conn: Connection | None = None
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def start(self) -> None:
+        """Start the process now (its imports then overlap the caller's own work)."""
+        if self._process is not None:
+            return
+        context = multiprocessing.get_context("spawn")
+        ours, theirs = context.Pipe()
+        process = context.Process(target=_serve, args=(theirs, self._instance), daemon=True,
+                                  name="elk-opt certify worker")
+        process.start()
+        theirs.close()
+        self._process, self._conn = process, ours
+
+    def stop(self) -> None:
+        if self._process is None:
+            return
+        self._process.kill()
+        self._process.join()
+        assert self._conn is not None
+        self._conn.close()
+        self._process = self._conn = None
+
+    def call(self, task: Task, deadline: float | None) -> Any:
+        """The task's result; TimedOut when `deadline` (a time.perf_counter() reading) passes
+        first. An exception the task raised is raised here."""
+        self.start()
+        assert self._conn is not None and self._process is not None
+        self._conn.send(task)
+        while not self._conn.poll(POLL_S if deadline is None
+                                  else max(0.0, min(POLL_S, deadline - time.perf_counter()))):
+            if deadline is not None and time.perf_counter() >= deadline:
+                self.stop()
+                raise TimedOut
+            if not self._process.is_alive():
+                code = self._process.exitcode
+                self.stop()
+                raise RuntimeError(f"the certify worker process ended (exit code {code})")
+        kind, value = self._conn.recv()
+        if kind == "error":
+            raise value
+        return value
