@@ -1,4 +1,4 @@
-"""docs/schemas/: the two formats as JSON Schemas, checked against what elk-opt reads and writes.
+"""elk_opt/schemas/: the formats as JSON Schemas, checked against what elk-opt reads and writes.
 
 Every document the suite writes is also checked, by the hook in conftest.py; these tests check
 the fixtures, the hook itself, and that malformed documents are rejected.
@@ -22,6 +22,7 @@ from elk_opt.problem import Claims, Plan
 from elk_opt.solution import make_plan
 from tests.conftest import SCHEMA_CHECKER, SchemaViolation
 from tests.schemas import (
+    CERTIFICATE_SCHEMA,
     INSTANCE_SCHEMA,
     PLAN_SCHEMA,
     errors,
@@ -60,7 +61,7 @@ def _validator_for(document: dict[str, Any]) -> Draft202012Validator:
 
 
 def test_schemas_are_valid_draft_2020_12():
-    for name in (INSTANCE_SCHEMA, PLAN_SCHEMA):
+    for name in (INSTANCE_SCHEMA, PLAN_SCHEMA, CERTIFICATE_SCHEMA):
         schema = load_schema(name)
         assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         Draft202012Validator.check_schema(schema)

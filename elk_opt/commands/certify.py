@@ -39,7 +39,7 @@ DEFAULT_MAX_RECOMPUTE_S = 30.0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from elk_opt.certify.run import DEFAULT_TIME_LIMIT_S
+    from elk_opt.certification.run import DEFAULT_TIME_LIMIT_S
 
     p = sub.add_parser("certify", help="a plan and a lower bound as one checkable certificate",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -89,8 +89,8 @@ def read_source(path: str) -> Instance | Plan:
 
 
 def _certify(args: argparse.Namespace) -> int:
-    from elk_opt.certify.run import PlanBreaksRules, document, prepare
-    from elk_opt.certify.search import search
+    from elk_opt.certification.run import PlanBreaksRules, document, prepare
+    from elk_opt.certification.search import search
 
     source = read_source(args.input)
     try:
@@ -136,7 +136,7 @@ def _summary(doc: dict[str, Any]) -> str:
 
 
 def _check(path: str, max_recompute_s: float, progress: bool) -> int:
-    from elk_opt.certify.check import check
+    from elk_opt.certification.check import check
 
     doc = read_json(path)
     checked = check(doc, path, max_recompute_s=max_recompute_s, progress=progress)

@@ -1,7 +1,7 @@
 """The budgeted search behind `elk-opt certify`: the best plan and the best lower bound that
 one wall-clock budget buys.
 
-Phases, each given a share of what is left and stopped at its deadline (elk_opt.certify.worker
+Phases, each given a share of what is left and stopped at its deadline (elk_opt.certification.worker
 runs the solver phases in a process of their own):
 1. the linear-time bounds of `run_all.lower_bounds` and Basic, in this process (instant: a
    certificate exists from the first second on);
@@ -23,8 +23,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
-from elk_opt.certify.certificate import bound_entry, covers, exec_order, solver_bound_entry
-from elk_opt.certify.worker import Task, TimedOut, Worker
+from elk_opt.certification.certificate import bound_entry, covers, exec_order, solver_bound_entry
+from elk_opt.certification.worker import Task, TimedOut, Worker
 from elk_opt.errors import UsageError
 from elk_opt.methods import solve
 from elk_opt.problem import Instance, Plan, Timing
@@ -155,23 +155,27 @@ def _record(found: Found, phase: str, started: float, outcome: str) -> None:
                          "outcome": outcome})
 
 
-def search(instance: Instance, found: Found, *, progress: bool = False) -> Found:
-    """Fill `found` within its time limit (see the module docstring); returns it."""
+def search(instance: Instance, found: Found, *, progress: bool = False,
+           worker: Worker | None = None) -> Found:
+    """Fill `found` within its time limit (see the module docstring); returns it. `worker`: a
+    running worker to use (default: one of its own, ended on return)."""
+    if worker is None:
+        with Worker() as own:
+            return search(instance, found, progress=progress, worker=own)
     options = SolveOptions(timing=found.timing, threads=found.threads)
-    with Worker(instance) as worker:
-        worker.start()  # its imports overlap the cheap phase
-        _cheap(instance, found, options)
-        _say(found, "linear-time bounds and Basic", progress)
-        if not found.closed():
-            _heuristics(instance, found, options, worker, progress)
-        rounds = 0
-        while not found.closed() and found.left() >= MIN_PHASE_S:
-            rounds += 1
-            gained = _bound_round(instance, found, worker, rounds, progress)
-            gained = _plan_round(instance, found, options, worker, progress) or gained
-            if not gained and not _bounds_could_grow(found):
-                found.stopped = "no progress in a round"
-                break
+    worker.start()  # its imports overlap the cheap phase
+    _cheap(instance, found, options)
+    _say(found, "linear-time bounds and Basic", progress)
+    if not found.closed():
+        _heuristics(instance, found, options, worker, progress)
+    rounds = 0
+    while not found.closed() and found.left() >= MIN_PHASE_S:
+        rounds += 1
+        gained = _bound_round(instance, found, worker, rounds, progress)
+        gained = _plan_round(instance, found, options, worker, progress) or gained
+        if not gained and not _bounds_could_grow(found):
+            found.stopped = "no progress in a round"
+            break
     if found.stopped == "running":
         found.stopped = "gap closed" if found.closed() else "time limit"
     return found
@@ -198,7 +202,8 @@ def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker:
             _record(found, method, started, "not started: the heuristics' share was spent")
             continue
         try:
-            plan = worker.call(Task("solve", {"method": method, "options": options}), deadline)
+            task = Task("solve", instance, {"method": method, "options": options})
+            plan = worker.call(task, deadline)
         except TimedOut:
             _record(found, method, started, "stopped at the heuristics' deadline")
             continue
@@ -230,7 +235,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress}
     try:
-        report = worker.call(Task("bounds", args), started + budget + GRACE_S)
+        report = worker.call(Task("bounds", instance, args), started + budget + GRACE_S)
     except TimedOut:
         _record(found, f"bounds (round {round_})", started, "stopped at the round's deadline")
         return False
@@ -262,8 +267,8 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
         task_options = replace(options, time_limit_s=limit, warm_start=warm.claims.method,
                                warm_plan=warm)
         try:
-            plan = worker.call(Task("solve", {"method": method, "options": task_options}),
-                               started + limit + GRACE_S)
+            task = Task("solve", instance, {"method": method, "options": task_options})
+            plan = worker.call(task, started + limit + GRACE_S)
         except TimedOut:
             _record(found, method, started, "stopped: it overran its time limit")
             continue

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elk_opt.bounds.run_all import recompute
-from elk_opt.certify.certificate import FORMAT, SOLVER_STATUS, covers, exec_order, gap
+from elk_opt.certification.certificate import FORMAT, SOLVER_STATUS, covers, exec_order, gap
 from elk_opt.errors import InputError, UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.io import plan_from_dict

@@ -5,8 +5,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from elk_opt.certify.certificate import build
-from elk_opt.certify.search import Found, search
+from elk_opt.certification.certificate import build
+from elk_opt.certification.search import Found, search
+from elk_opt.certification.worker import Worker
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.io import plan_to_dict
@@ -61,9 +62,10 @@ def document(found: Found) -> dict[str, Any]:
 
 def certify(source: Instance | Plan, *, timing: Timing | None = None,
             time_limit_s: float = DEFAULT_TIME_LIMIT_S, threads: int = 2,
-            progress: bool = False) -> dict[str, Any]:
-    """Search within the time limit and return the certificate (elk_opt.certify.search)."""
+            progress: bool = False, worker: Worker | None = None) -> dict[str, Any]:
+    """Search within the time limit and return the certificate (elk_opt.certification.search);
+    `worker`: a running one to reuse (default: the search starts its own)."""
     instance, found = prepare(source, timing=timing, time_limit_s=time_limit_s,
                               threads=threads)
-    search(instance, found, progress=progress)
+    search(instance, found, progress=progress, worker=worker)
     return document(found)

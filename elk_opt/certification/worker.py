@@ -30,22 +30,23 @@ class TimedOut(Exception):
 @dataclass(frozen=True)
 class Task:
     kind: str  # "solve": elk_opt.methods.solve(instance, method, options); "bounds": lower_bounds
+    instance: Instance
     args: dict[str, Any]
 
 
-def _run(instance: Instance, task: Task) -> Any:
+def _run(task: Task) -> Any:
     if task.kind == "solve":
         from elk_opt.methods import solve
 
-        return solve(instance, task.args["method"], task.args["options"])
+        return solve(task.instance, task.args["method"], task.args["options"])
     if task.kind == "bounds":
         from elk_opt.bounds.run_all import lower_bounds
 
-        return lower_bounds(instance, **task.args)
+        return lower_bounds(task.instance, **task.args)
     raise ValueError(f"unknown task {task.kind!r}")
 
 
-def _serve(conn: Connection, instance: Instance) -> None:
+def _serve(conn: Connection) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
@@ -53,7 +54,7 @@ def _serve(conn: Connection, instance: Instance) -> None:
         except (EOFError, OSError):
             return
         try:
-            answer = ("ok", _run(instance, task))
+            answer = ("ok", _run(task))
         except Exception as e:  # handed to the parent, which raises it
             answer = ("error", e)
         try:
@@ -63,11 +64,11 @@ def _serve(conn: Connection, instance: Instance) -> None:
 
 
 class Worker:
-    """`with Worker(instance) as w: w.call(Task(...), deadline)`; the process starts on the
-    first call (again after a call that timed out) and is killed on leaving the block."""
+    """`with Worker() as w: w.call(Task(...), deadline)`; the process starts on the first call
+    (again after a call that timed out) and is killed on leaving the block. One worker may
+    serve many searches: its solver libraries are imported once."""
 
-    def __init__(self, instance: Instance) -> None:
-        self._instance = instance
+    def __init__(self) -> None:
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
 
@@ -83,7 +84,7 @@ class Worker:
             return
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
-        process = context.Process(target=_serve, args=(theirs, self._instance), daemon=True,
+        process = context.Process(target=_serve, args=(theirs,), daemon=True,
                                   name="elk-opt certify worker")
         process.start()
         theirs.close()
