@@ -11,7 +11,10 @@ runs the solver phases in a process of their own):
    bounds of `run_all.lower_bounds` within BOUND_SHARE of what is left (again in a later round
    only if one of them ran out of time, then with twice the time per window), then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
-   covers the instance's execution order) and the LNS `polish` from the best plan with the rest.
+   covers the instance's execution order) with CPSAT_SHARE of what is left, and the LNS
+   `polish` from the best plan with POLISH_SHARE of the rest (what it does not use goes to the
+   next round). A solver phase that overruns its own limit is ended one second past the
+   budget.
 The search stops as soon as a bound meets the best plan. The state is kept in a `Found` that
 the caller holds, so an interrupt leaves the best plan and bounds so far.
 """
@@ -34,10 +37,11 @@ from elk_opt.solution import SolveOptions
 HEURISTICS = ("static", "lhs", "elk-dyn", "elk-full")  # after Basic, cheapest first
 HEURISTIC_SHARE = 0.5  # of the budget, at most, for the heuristics
 BOUND_SHARE = 0.4  # of what is left, for a round's solver-backed bounds
-CPSAT_SHARE = 0.5  # of what is left after the bounds, for CP-SAT (polish gets the rest)
+CPSAT_SHARE = 0.5  # of what is left after the bounds, for CP-SAT's own limit
+POLISH_SHARE = 0.8  # of what is left then, for polish's own limit (it may overrun: see below)
 CPSAT_MAX_OPS = 200  # CP-SAT's model is quadratic in the ops: above this, polish alone
 MIN_PHASE_S = 1.0  # a phase with less time than this is not started
-GRACE_S = 1.0  # past a solver's own limit before its process is ended
+GRACE_S = 1.0  # past the budget before a solver phase's process is ended
 MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
 
 
@@ -101,6 +105,12 @@ class Found:
     def left(self) -> float:
         return self.time_limit_s - self.elapsed()
 
+    def hard_deadline(self) -> float:
+        """When a solver phase still running is ended: its own limit is shorter, but model
+        building can overrun it (polish on a whole model, by seconds), and ending it loses
+        its plan."""
+        return self.started + self.time_limit_s + GRACE_S
+
     def summary(self) -> dict[str, Any]:
         return {"time_limit_s": self.time_limit_s, "threads": self.threads,
                 "wall_s": round(self.elapsed(), 3), "stopped": self.stopped,
@@ -119,7 +129,8 @@ def _offer_plan(found: Found, plan: Plan) -> bool:
 
 
 def _offer_bound(found: Found, entry: dict[str, Any]) -> bool:
-    """Keep a bound entry if it covers the certified plan's order and beats its namesake."""
+    """Keep a bound entry if it covers the certified plan's order and beats its namesake;
+    whether the best bound rose."""
     target = found.given if found.given is not None else found.best
     if target is not None and not covers(entry["exec_order"], exec_order(target)):
         return False
@@ -129,7 +140,7 @@ def _offer_bound(found: Found, entry: dict[str, Any]) -> bool:
     if old is None or (entry["ns"] or -1) > (old["ns"] or -1) or old["status"] == "skipped":
         before = found.lower()
         found.bounds[entry["name"]] = entry
-        return found.lower() > before or old is None
+        return found.lower() > before
     return False
 
 
@@ -235,7 +246,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress}
     try:
-        report = worker.call(Task("bounds", instance, args), started + budget + GRACE_S)
+        report = worker.call(Task("bounds", instance, args), found.hard_deadline())
     except TimedOut:
         _record(found, f"bounds (round {round_})", started, "stopped at the round's deadline")
         return False
@@ -257,7 +268,7 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
     methods = (["cpsat"] if len(instance.ops) <= CPSAT_MAX_OPS else []) + ["polish"]
     for method in methods:
         left = found.left()
-        share = CPSAT_SHARE if method == "cpsat" else 1.0
+        share = CPSAT_SHARE if method == "cpsat" else POLISH_SHARE
         limit = share * left - MARGIN_S
         if found.closed() or limit < MIN_PHASE_S or found.best is None:
             break
@@ -268,9 +279,9 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
                                warm_plan=warm)
         try:
             task = Task("solve", instance, {"method": method, "options": task_options})
-            plan = worker.call(task, started + limit + GRACE_S)
+            plan = worker.call(task, found.hard_deadline())
         except TimedOut:
-            _record(found, method, started, "stopped: it overran its time limit")
+            _record(found, method, started, "ended at the deadline: it overran its limit")
             continue
         except UsageError as e:
             _record(found, method, started, f"failed: {e}")
