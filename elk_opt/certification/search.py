@@ -32,7 +32,7 @@ from elk_opt.errors import UsageError
 from elk_opt.methods import solve
 from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.progress import say
-from elk_opt.solution import SolveOptions
+from elk_opt.solution import SolveOptions, make_plan
 
 HEURISTICS = ("static", "lhs", "elk-dyn", "elk-full")  # after Basic, cheapest first
 HEURISTIC_SHARE = 0.5  # of the budget, at most, for the heuristics
@@ -175,6 +175,12 @@ def search(instance: Instance, found: Found, *, progress: bool = False,
             return search(instance, found, progress=progress, worker=own)
     options = SolveOptions(timing=found.timing, threads=found.threads)
     worker.start()  # its imports overlap the cheap phase
+    if found.given is not None:  # a start for CP-SAT and polish, if in the instance's order
+        given = found.given
+        _offer_plan(found, make_plan(
+            instance, given.choice, given.program, release_ns=given.release_ns,
+            method=given.claims.method if given.claims else "given", started=found.started,
+            timing=found.timing))
     _cheap(instance, found, options)
     _say(found, "linear-time bounds and Basic", progress)
     if not found.closed():
