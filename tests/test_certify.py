@@ -38,7 +38,7 @@ from tests.schemas import certificate_validator, errors
 from tests.strategies import random_instances
 from tests.tiny import parse, tiny_instance
 
-STOPS = {"gap closed", "time limit", "no progress in a round"}
+STOPS = {"gap closed", "time limit", "nothing left to try"}
 
 
 @pytest.fixture(scope="module")

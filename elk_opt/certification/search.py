@@ -7,14 +7,15 @@ runs the solver phases in a process of their own):
    certificate exists from the first second on);
 2. the other heuristics, cheapest first (Static, LHS, Elk-Dyn, Elk-Full), within half the
    budget;
-3. rounds until the gap closes, the time is up, or a round improves nothing: the solver-backed
+3. rounds until the gap closes, the time is up, or nothing is left to try: the solver-backed
    bounds of `run_all.lower_bounds` within BOUND_SHARE of what is left (again in a later round
    only if one of them ran out of time, then with twice the time per window), then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order) with CPSAT_SHARE of what is left, and the LNS
    `polish` from the best plan with POLISH_SHARE of the rest (what it does not use goes to the
-   next round). A solver phase that overruns its own limit is ended one second past the
-   budget.
+   next round); each only from a plan it has not started from before (from the same start
+   with less time it would find nothing new). A solver phase that overruns its own limit is
+   ended one second past the budget.
 The search stops as soon as a bound meets the best plan. The state is kept in a `Found` that
 the caller holds, so an interrupt leaves the best plan and bounds so far.
 """
@@ -57,6 +58,7 @@ class Found:
     best: Plan | None = None  # the fastest plan found that executes in the instance's order
     bounds: dict[str, dict[str, Any]] = field(default_factory=dict)  # by name, best kept
     phases: list[dict[str, Any]] = field(default_factory=list)
+    started_from: dict[str, Plan] = field(default_factory=dict)  # each solver's last start
     started: float = field(default_factory=time.perf_counter)
     stopped: str = "running"
 
@@ -191,7 +193,7 @@ def search(instance: Instance, found: Found, *, progress: bool = False,
         gained = _bound_round(instance, found, worker, rounds, progress)
         gained = _plan_round(instance, found, options, worker, progress) or gained
         if not gained and not _bounds_could_grow(found):
-            found.stopped = "no progress in a round"
+            found.stopped = "nothing left to try"
             break
     if found.stopped == "running":
         found.stopped = "gap closed" if found.closed() else "time limit"
@@ -278,9 +280,12 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
         limit = share * left - MARGIN_S
         if found.closed() or limit < MIN_PHASE_S or found.best is None:
             break
+        if found.started_from.get(method) is found.best:
+            continue  # the same start with less time: nothing new to find
         started = time.perf_counter()
         warm = found.best
         assert warm.claims is not None
+        found.started_from[method] = warm
         task_options = replace(options, time_limit_s=limit, warm_start=warm.claims.method,
                                warm_plan=warm)
         try:
