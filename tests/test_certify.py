@@ -26,7 +26,7 @@ import elk_opt
 from elk_opt.certification.certificate import exec_order
 from elk_opt.certification.check import check
 from elk_opt.certification.run import certify
-from elk_opt.certification.worker import Worker
+from elk_opt.certification.worker import Task, TimedOut, Worker
 from elk_opt.cli import main
 from elk_opt.errors import UsageError
 from elk_opt.io import plan_to_dict, save_instance, save_plan
@@ -202,6 +202,28 @@ def test_the_api_refuses_a_timing_mismatch_and_a_zero_limit(certified):
         elk_opt.certify(plan, timing="separate-noc", time_limit_s=1)
     with pytest.raises(UsageError, match="time limit"):
         elk_opt.certify(plan.instance, time_limit_s=0)
+
+
+def test_a_phase_past_its_deadline_is_ended_and_the_worker_serves_on(worker):
+    instance = elk_opt.synthetic_instance(ops=200, plans=4, seed=1)
+    task = Task("solve", instance, {"method": "elk-full", "options": SolveOptions()})
+    with pytest.raises(TimedOut):
+        worker.call(task, time.perf_counter() + 0.05)
+    small = elk_opt.synthetic_instance(ops=4, plans=2, seed=1)
+    plan = worker.call(Task("solve", small, {"method": "static", "options": SolveOptions()}),
+                       None)
+    assert plan.claims.method == "static"
+
+
+def test_a_short_budget_still_gives_a_certificate_saying_what_was_cut(worker):
+    instance = elk_opt.synthetic_instance(ops=300, plans=4, seed=2)
+    doc = certify(instance, time_limit_s=1.0, threads=1, worker=worker)
+    assert_holds(doc)
+    phases = doc["search"]["phases"]
+    assert phases[0]["phase"] == "linear-time bounds, basic"
+    assert doc["search"]["stopped"] in ("time limit", "gap closed")
+    for phase in phases:  # each says how long it took and how it ended
+        assert phase["wall_s"] >= 0 and phase["outcome"]
 
 
 # ---------------------------------------------------------------------------- command line

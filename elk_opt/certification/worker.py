@@ -104,17 +104,19 @@ class Worker:
         first. An exception the task raised is raised here."""
         self.start()
         assert self._conn is not None and self._process is not None
-        self._conn.send(task)
-        while not self._conn.poll(POLL_S if deadline is None
-                                  else max(0.0, min(POLL_S, deadline - time.perf_counter()))):
-            if deadline is not None and time.perf_counter() >= deadline:
-                self.stop()
-                raise TimedOut
-            if not self._process.is_alive():
-                code = self._process.exitcode
-                self.stop()
-                raise RuntimeError(f"the certify worker process ended (exit code {code})")
-        kind, value = self._conn.recv()
+        try:
+            self._conn.send(task)
+            while not self._conn.poll(POLL_S if deadline is None else
+                                      max(0.0, min(POLL_S, deadline - time.perf_counter()))):
+                if deadline is not None and time.perf_counter() >= deadline:
+                    raise TimedOut
+                if not self._process.is_alive():
+                    raise RuntimeError("the certify worker process ended (exit code "
+                                       f"{self._process.exitcode})")
+            kind, value = self._conn.recv()
+        except BaseException:  # a deadline, a dead process, an interrupt: its task is lost
+            self.stop()
+            raise
         if kind == "error":
             raise value
         return value
