@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import elk_opt
+from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
 from elk_opt.certification.certificate import exec_order
 from elk_opt.certification.check import check
 from elk_opt.certification.run import certify
@@ -202,6 +203,22 @@ def test_the_api_refuses_a_timing_mismatch_and_a_zero_limit(certified):
         elk_opt.certify(plan, timing="separate-noc", time_limit_s=1)
     with pytest.raises(UsageError, match="time limit"):
         elk_opt.certify(plan.instance, time_limit_s=0)
+
+
+def test_run_all_honours_a_total_budget():
+    instance = elk_opt.synthetic_instance(ops=24, plans=3, seed=4)
+    spent = lower_bounds(instance, time_budget_s=0)["bounds"]
+    cheap = {r["bound"] for r in spent if r["status"] == "complete"}
+    assert cheap == {"ideal", "hbm-cut", "port-total", "port-cut"}
+    assert all(r["note"] == BUDGET_SPENT for r in spent if r["bound"] not in cheap)
+    rows = lower_bounds(instance, time_budget_s=3.0, window=6, threads=1)["bounds"]
+    for row in rows:
+        limit = row["params"].get("time_limit_s")
+        assert limit is None or limit <= 3.0, row
+        if row["bound"].startswith("window") and row["ns"] is not None:
+            assert row["params"]["time_limit_s"] * 4 <= 3.0 + 0.01  # 4 windows share it (rounded)
+    with pytest.raises(UsageError):
+        lower_bounds(instance, time_budget_s=-1)
 
 
 def test_a_phase_past_its_deadline_is_ended_and_the_worker_serves_on(worker):
