@@ -1,8 +1,8 @@
 """elk-opt: a reference optimizer for preload scheduling on inter-core-connected AI chips.
 
 The Python API (docs/api.md): build or load an instance, solve it, evaluate, verify, simulate,
-bound, compare, certify, save. Names load on first use (PEP 562), so `import elk_opt` pulls in no solver,
-ONNX, numpy or plotting library:
+bound, compare, certify, save. Names load on first use (PEP 562), so `import elk_opt` pulls in
+no solver, ONNX, numpy or plotting library:
 
     import elk_opt
     instance = elk_opt.synthetic_instance(ops=24, seed=1)

@@ -163,6 +163,12 @@ def _say(found: Found, phase: str, enabled: bool) -> None:
     say(": ".join(parts[:1]) + (": " + ", ".join(parts[1:]) if parts[1:] else ""))
 
 
+def _starting(found: Found, what: str, enabled: bool) -> None:
+    """A line before a phase that may run long, so the reader knows what is running."""
+    say(f"certify [{found.elapsed():5.1f}/{found.time_limit_s:g} s] running {what}...",
+        enabled=enabled)
+
+
 def _record(found: Found, phase: str, started: float, outcome: str) -> None:
     found.phases.append({"phase": phase, "wall_s": round(time.perf_counter() - started, 3),
                          "outcome": outcome})
@@ -222,6 +228,7 @@ def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker:
             continue
         try:
             task = Task("solve", instance, {"method": method, "options": options})
+            _starting(found, method, progress)
             plan = worker.call(task, deadline)
         except TimedOut:
             _record(found, method, started, "stopped at the heuristics' deadline")
@@ -254,6 +261,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress}
     try:
+        _starting(found, f"the solver-backed bounds, up to {budget:.0f} s", progress)
         report = worker.call(Task("bounds", instance, args), found.hard_deadline())
     except TimedOut:
         _record(found, f"bounds (round {round_})", started, "stopped at the round's deadline")
@@ -290,6 +298,8 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
                                warm_plan=warm)
         try:
             task = Task("solve", instance, {"method": method, "options": task_options})
+            _starting(found, f"{method} from {warm.claims.method}'s plan, up to {limit:.0f} s",
+                      progress)
             plan = worker.call(task, found.hard_deadline())
         except TimedOut:
             _record(found, method, started, "ended at the deadline: it overran its limit")
