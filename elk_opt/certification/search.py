@@ -30,6 +30,7 @@ from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
 from elk_opt.certification.certificate import bound_entry, covers, exec_order, solver_bound_entry
 from elk_opt.certification.worker import Task, TimedOut, Worker
 from elk_opt.errors import UsageError
+from elk_opt.interrupts import Terminated
 from elk_opt.methods import solve
 from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.progress import say
@@ -41,7 +42,7 @@ BOUND_SHARE = 0.4  # of what is left, for a round's solver-backed bounds
 CPSAT_SHARE = 0.5  # of what is left after the bounds, for CP-SAT's own limit
 POLISH_SHARE = 0.8  # of what is left then, for polish's own limit (it may overrun: see below)
 CPSAT_MAX_OPS = 200  # CP-SAT's model is quadratic in the ops: above this, polish alone
-MIN_PHASE_S = 1.0  # a phase with less time than this is not started
+MIN_PHASE_S = 0.5  # a phase with less time than this is not started
 GRACE_S = 1.0  # past the budget before a solver phase's process is ended
 MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
 
@@ -61,6 +62,7 @@ class Found:
     started_from: dict[str, Plan] = field(default_factory=dict)  # each solver's last start
     started: float = field(default_factory=time.perf_counter)
     stopped: str = "running"
+    cut: bool = False  # whether a phase was cut short or not started for lack of time
 
     @property
     def plan(self) -> Plan:
@@ -78,7 +80,10 @@ class Found:
         return self.best if self.best.claims.makespan_ns < self.given_ns else None
 
     def bound_list(self) -> list[dict[str, Any]]:
-        return list(self.bounds.values())
+        """The bounds tried: a row run_all lists without an execution order is one that never
+        ran (its turn came with no budget left, or an interrupt), kept here only to know
+        that more time could help."""
+        return [b for b in self.bounds.values() if b["exec_order"] in ("any", "instance")]
 
     def lower(self) -> int:
         return max((b["ns"] for b in self.bounds.values() if b["ns"] is not None), default=0)
@@ -163,6 +168,21 @@ def _say(found: Found, phase: str, enabled: bool) -> None:
     say(": ".join(parts[:1]) + (": " + ", ".join(parts[1:]) if parts[1:] else ""))
 
 
+def _call(found: Found, worker: Worker, task: Task, deadline: float) -> Any:
+    """`worker.call`; on an interrupt, what the phase handed over is kept before it unwinds
+    (a solver's best plan, or bounds, each valid as far as it got)."""
+    try:
+        return worker.call(task, deadline)
+    except (KeyboardInterrupt, Terminated) as stop:
+        partial = getattr(stop, "partial", None)
+        if isinstance(partial, Plan):
+            _offer_plan(found, partial)
+        elif isinstance(partial, dict):
+            for row in partial["bounds"]:
+                _offer_bound(found, bound_entry(row))
+        raise
+
+
 def _starting(found: Found, what: str, enabled: bool) -> None:
     """A line before a phase that may run long, so the reader knows what is running."""
     say(f"certify [{found.elapsed():5.1f}/{found.time_limit_s:g} s] running {what}...",
@@ -199,7 +219,7 @@ def search(instance: Instance, found: Found, *, progress: bool = False,
         gained = _bound_round(instance, found, worker, rounds, progress)
         gained = _plan_round(instance, found, options, worker, progress) or gained
         if not gained and not _bounds_could_grow(found):
-            found.stopped = "nothing left to try"
+            found.stopped = "time limit" if found.cut else "nothing left to try"
             break
     if found.stopped == "running":
         found.stopped = "gap closed" if found.closed() else "time limit"
@@ -225,13 +245,15 @@ def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker:
         started = time.perf_counter()
         if started >= deadline:
             _record(found, method, started, "not started: the heuristics' share was spent")
+            found.cut = True
             continue
         try:
             task = Task("solve", instance, {"method": method, "options": options})
             _starting(found, method, progress)
-            plan = worker.call(task, deadline)
+            plan = _call(found, worker, task, deadline)
         except TimedOut:
             _record(found, method, started, "stopped at the heuristics' deadline")
+            found.cut = True
             continue
         kept = _offer_plan(found, plan)
         _record(found, method, started, f"{plan.claims.makespan_ns:,} ns"
@@ -256,15 +278,17 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
         return False  # the solver-backed bounds hold for the instance's order only
     budget = BOUND_SHARE * found.left()
     if budget < MIN_PHASE_S:
+        found.cut = True
         return False
     started = time.perf_counter()
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress}
     try:
         _starting(found, f"the solver-backed bounds, up to {budget:.0f} s", progress)
-        report = worker.call(Task("bounds", instance, args), found.hard_deadline())
+        report = _call(found, worker, Task("bounds", instance, args), found.hard_deadline())
     except TimedOut:
         _record(found, f"bounds (round {round_})", started, "stopped at the round's deadline")
+        found.cut = True
         return False
     except UsageError as e:
         _record(found, f"bounds (round {round_})", started, f"failed: {e}")
@@ -286,10 +310,13 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
         left = found.left()
         share = CPSAT_SHARE if method == "cpsat" else POLISH_SHARE
         limit = share * left - MARGIN_S
-        if found.closed() or limit < MIN_PHASE_S or found.best is None:
+        if found.closed() or found.best is None:
             break
         if found.started_from.get(method) is found.best:
             continue  # the same start with less time: nothing new to find
+        if limit < MIN_PHASE_S:
+            found.cut = True
+            continue
         started = time.perf_counter()
         warm = found.best
         assert warm.claims is not None
@@ -300,9 +327,10 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
             task = Task("solve", instance, {"method": method, "options": task_options})
             _starting(found, f"{method} from {warm.claims.method}'s plan, up to {limit:.0f} s",
                       progress)
-            plan = worker.call(task, found.hard_deadline())
+            plan = _call(found, worker, task, found.hard_deadline())
         except TimedOut:
             _record(found, method, started, "ended at the deadline: it overran its limit")
+            found.cut = True
             continue
         except UsageError as e:
             _record(found, method, started, f"failed: {e}")
