@@ -151,6 +151,29 @@ def test_an_untampered_certificate_passes_the_command(certified, tmp_path, capsy
     assert elk_opt.check_certificate(path) == []
 
 
+def test_only_bounds_found_within_max_recompute_s_are_recomputed(certified):
+    every = check(certified, max_recompute_s=1e9)
+    assert every.problems == []
+    assert set(every.recomputed) == {b["name"] for b in certified["bounds"]
+                                     if b["ns"] is not None and b["status"] != "solver-proved"}
+    quick = check(certified, max_recompute_s=1e-9)
+    slow = [b["name"] for b in certified["bounds"]
+            if b["ns"] is not None and b["wall_s"] > 1e-9 and b["status"] != "solver-proved"]
+    assert sorted(quick.recomputed) == sorted(set(every.recomputed) - set(slow))
+    assert all(any(n in line for line in quick.not_recomputed) for n in slow)
+
+
+def test_a_certificate_whose_plan_is_unreadable_is_exit_2(certified, tmp_path, capsys):
+    doc = copy.deepcopy(certified)
+    doc["plan"]["program"] = "P0 E0"
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["certify", "--check", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and "plan" in err[0], err
+
+
 @settings(max_examples=8)
 @given(random_instances(max_ops=3, max_plans=2, noc=True, max_ns=10),
        st.sampled_from(TIMINGS))
