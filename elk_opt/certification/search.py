@@ -216,9 +216,10 @@ def search(instance: Instance, found: Found, *, progress: bool = False,
     rounds = 0
     while not found.closed() and found.left() >= MIN_PHASE_S:
         rounds += 1
+        ran = len(found.phases)
         gained = _bound_round(instance, found, worker, rounds, progress)
         gained = _plan_round(instance, found, options, worker, progress) or gained
-        if not gained and not _bounds_could_grow(found):
+        if len(found.phases) == ran or not (gained or _bounds_could_grow(found)):
             found.stopped = "time limit" if found.cut else "nothing left to try"
             break
     if found.stopped == "running":
