@@ -1,8 +1,8 @@
 """elk-opt: a reference optimizer for preload scheduling on inter-core-connected AI chips.
 
 The Python API (docs/api.md): build or load an instance, solve it, evaluate, verify, simulate,
-bound, compare, save. Names load on first use (PEP 562), so `import elk_opt` pulls in no solver,
-ONNX, numpy or plotting library:
+bound, compare, certify, save. Names load on first use (PEP 562), so `import elk_opt` pulls in
+no solver, ONNX, numpy or plotting library:
 
     import elk_opt
     instance = elk_opt.synthetic_instance(ops=24, seed=1)
@@ -24,7 +24,7 @@ _API: dict[str, str] = {
         ["model_names", "chip_names", "method_names", "load_instance", "save_instance",
          "load_plan", "save_plan", "load_chip", "build_instance", "synthetic_instance",
          "solve", "export_model", "import_solution", "evaluate_plan", "verify", "simulate",
-         "bound", "compare"], "elk_opt.api"),
+         "bound", "compare", "certify", "check_certificate", "schema"], "elk_opt.api"),
     **dict.fromkeys(
         ["Instance", "Chip", "Noc", "Op", "ExecPlan", "PreloadPlan", "Warmup", "Plan", "Choice",
          "Claims", "Timing", "TIMINGS", "DEFAULT_TIMING"], "elk_opt.problem"),
@@ -56,6 +56,8 @@ if TYPE_CHECKING:  # the names above, for type checkers and editors
     from elk_opt.api import (
         bound,
         build_instance,
+        certify,
+        check_certificate,
         chip_names,
         compare,
         evaluate_plan,
@@ -68,6 +70,7 @@ if TYPE_CHECKING:  # the names above, for type checkers and editors
         model_names,
         save_instance,
         save_plan,
+        schema,
         simulate,
         solve,
         synthetic_instance,

@@ -264,6 +264,48 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops:
                         progress=progress)
 
 
+def certify(instance_or_plan: Instance | Plan, *, timing: Timing | None = None,
+            time_limit_s: float = 600.0, threads: int = 2,
+            progress: bool = False) -> dict[str, Any]:
+    """An `elk-certificate/1` document, as `elk-opt certify -o` writes it: the best plan and
+    lower bound found within `time_limit_s` seconds of wall clock (or the given plan, kept,
+    with a faster one found on the way under `better_plan`).
+
+    `timing`: default a plan's own, else shared-noc; a plan with another timing is a
+    UsageError, and so is a plan that fails `verify`. `progress`: the running best plan, bound
+    and gap on stderr. The search stops early when a bound meets the best plan.
+    """
+    from elk_opt.certification.run import certify as run
+
+    return run(instance_or_plan, timing=timing, time_limit_s=time_limit_s, threads=threads,
+               progress=progress)
+
+
+def check_certificate(certificate: dict[str, Any] | str | Path, *,
+                      max_recompute_s: float = 30.0) -> list[str]:
+    """What is wrong with a certificate (a parsed document or a path), one line each; empty
+    when it holds: its plan passes `verify`, makespan, bound and gap agree with the plan and
+    the bounds, every bound holds for its timing and the plan's execution order, and each bound
+    found within `max_recompute_s` seconds comes out no lower when computed again. A document
+    that is not a readable certificate raises InputError."""
+    from elk_opt.certification.check import check
+    from elk_opt.io import read_json
+
+    if isinstance(certificate, str | Path):
+        return check(read_json(certificate), str(certificate),
+                     max_recompute_s=max_recompute_s).problems
+    return check(certificate, max_recompute_s=max_recompute_s).problems
+
+
+def schema(name: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of a format: "instance", "plan" or "certificate"
+    (`elk-opt schema NAME`). The plan schema refers to "instance.schema.json" and the
+    certificate schema to "plan.schema.json" by file name."""
+    from elk_opt.schemas import schema as load
+
+    return load(name)
+
+
 def compare(instance: Instance, methods: list[str] | None = None,
             options: SolveOptions | None = None, *, timing: Timing | None = None,
             time_limit_s: float | None = None, threads: int | None = None) -> dict[str, Any]:

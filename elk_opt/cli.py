@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "solve",
     "import-solution",
     "bound",
+    "certify",
     "verify",
     "demo",
     "compare",
@@ -35,6 +36,7 @@ COMMAND_MODULES = (
     "reproduce",
     "simulate",
     "lower",
+    "schema",
 )
 BROKEN_PIPE_EXIT = 141  # 128 + SIGPIPE: what the shell reports for a tool killed by the pipe
 

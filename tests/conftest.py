@@ -13,7 +13,7 @@ settings.register_profile("ci", parent=settings.get_profile("default"), derandom
 settings.load_profile("ci" if os.environ.get("CI") else "default")
 
 
-# Every instance and plan document the suite produces is checked against docs/schemas/. The
+# Every instance and plan document the suite produces is checked against elk_opt/schemas/. The
 # writers are replaced here, when pytest loads this file and before any test module imports
 # them, because a module binds `from elk_opt.io import plan_to_dict` once, at its own import.
 
@@ -52,5 +52,5 @@ def documents_match_schemas():
     yield
     found = SCHEMA_CHECKER.failures[before:]
     if found:
-        pytest.fail("documents outside docs/schemas/:\n  " + "\n  ".join(found[:10]),
+        pytest.fail("documents outside elk_opt/schemas/:\n  " + "\n  ".join(found[:10]),
                     pytrace=False)

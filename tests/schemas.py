@@ -1,4 +1,5 @@
-"""The JSON Schemas of docs/schemas/, compiled once, for the tests and the conftest hook.
+"""The JSON Schemas shipped in elk_opt/schemas/, compiled once, for the tests and the conftest
+hook.
 
 Validating an instance with jsonschema costs about 1 ms per op, and a test session writes the
 same instance into many plans, so `DocumentChecker` validates each instance object once and
@@ -16,13 +17,20 @@ from typing import Any
 from jsonschema import Draft202012Validator
 from referencing import Registry, Resource
 
-SCHEMA_DIR = Path(__file__).resolve().parents[1] / "docs" / "schemas"
-INSTANCE_SCHEMA = "elk-instance-1.json"
-PLAN_SCHEMA = "elk-plan-1.json"
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "elk_opt" / "schemas"
+INSTANCE_SCHEMA = "instance.schema.json"
+PLAN_SCHEMA = "plan.schema.json"
+CERTIFICATE_SCHEMA = "certificate.schema.json"
 
 
 def load_schema(name: str) -> dict[str, Any]:
     return json.loads((SCHEMA_DIR / name).read_text(encoding="utf-8"))
+
+
+def _registry(*names: str) -> Registry:
+    """The schemas `names`, each found by its file name as a `$ref` names it."""
+    return Registry().with_resources(
+        (name, Resource.from_contents(load_schema(name))) for name in names)
 
 
 @cache
@@ -34,9 +42,14 @@ def instance_validator() -> Draft202012Validator:
 def plan_validator() -> Draft202012Validator:
     """The plan schema, its `$ref` to the instance schema resolved the way a file tool would:
     by the file name, relative to the plan schema's own location."""
-    registry = Registry().with_resource(
-        INSTANCE_SCHEMA, Resource.from_contents(load_schema(INSTANCE_SCHEMA)))
-    return Draft202012Validator(load_schema(PLAN_SCHEMA), registry=registry)
+    return Draft202012Validator(load_schema(PLAN_SCHEMA), registry=_registry(INSTANCE_SCHEMA))
+
+
+@cache
+def certificate_validator() -> Draft202012Validator:
+    """The certificate schema, its plans (and their instances) resolved by file name."""
+    return Draft202012Validator(load_schema(CERTIFICATE_SCHEMA),
+                                registry=_registry(INSTANCE_SCHEMA, PLAN_SCHEMA))
 
 
 @cache

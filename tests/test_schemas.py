@@ -1,4 +1,4 @@
-"""docs/schemas/: the two formats as JSON Schemas, checked against what elk-opt reads and writes.
+"""elk_opt/schemas/: the formats as JSON Schemas, checked against what elk-opt reads and writes.
 
 Every document the suite writes is also checked, by the hook in conftest.py; these tests check
 the fixtures, the hook itself, and that malformed documents are rejected.
@@ -22,8 +22,10 @@ from elk_opt.problem import Claims, Plan
 from elk_opt.solution import make_plan
 from tests.conftest import SCHEMA_CHECKER, SchemaViolation
 from tests.schemas import (
+    CERTIFICATE_SCHEMA,
     INSTANCE_SCHEMA,
     PLAN_SCHEMA,
+    certificate_validator,
     errors,
     instance_validator,
     load_schema,
@@ -60,7 +62,7 @@ def _validator_for(document: dict[str, Any]) -> Draft202012Validator:
 
 
 def test_schemas_are_valid_draft_2020_12():
-    for name in (INSTANCE_SCHEMA, PLAN_SCHEMA):
+    for name in (INSTANCE_SCHEMA, PLAN_SCHEMA, CERTIFICATE_SCHEMA):
         schema = load_schema(name)
         assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
         Draft202012Validator.check_schema(schema)
@@ -239,3 +241,45 @@ def test_the_hook_rejects_a_document_outside_the_schema():
         del SCHEMA_CHECKER.failures[before:]  # seen and expected: not this test's failure
     plan_to_dict(good)
     assert len(SCHEMA_CHECKER.failures) == before
+
+
+def _certificate_document() -> dict[str, Any]:
+    """A certificate of a tiny plan with its linear-time bounds (no search needed)."""
+    from elk_opt.bounds.run_all import lower_bounds
+    from elk_opt.certification.certificate import bound_entry, build
+
+    instance = tiny_instance([(10, 5, 20, 8, 1), (10, 5, 20, 8, 0)])
+    plan = make_plan(instance, only_choice(instance), parse("P0 P1 E0 E1"), method="test",
+                     started=0.0, timing="shared-noc")
+    rows = lower_bounds(instance, timing="shared-noc", time_budget_s=0)["bounds"]
+    bounds = [bound_entry(r) for r in rows if r["status"] != "skipped"]
+    return json.loads(json.dumps(build(plan, "shared-noc", bounds)))
+
+
+CERTIFICATE_MALFORMED: dict[str, Callable[[dict], None]] = {
+    "certificate format": _set("format", "elk-certificate/2"),
+    "no bounds": _set("bounds", []),
+    "no gap": _drop("gap"),
+    "negative bound": _set("bounds/0/ns", -1),
+    "bound without params": _drop("bounds/0/params"),
+    "unknown execution order": _set("bounds/0/exec_order", "free"),
+    "unknown timing": _set("timing", "shared"),
+    "a plan that is not a plan": _set("plan/format", "elk-plan/2"),
+    "better plan without its plan": _set("better_plan", {"makespan_ns": 1, "method": "x"}),
+}
+
+
+def test_a_built_certificate_matches_and_every_shipped_schema_is_what_the_api_gives():
+    import elk_opt
+
+    assert errors(certificate_validator(), _certificate_document()) == []
+    for name, file in (("instance", INSTANCE_SCHEMA), ("plan", PLAN_SCHEMA),
+                       ("certificate", CERTIFICATE_SCHEMA)):
+        assert elk_opt.schema(name) == load_schema(file)
+
+
+@pytest.mark.parametrize("name", CERTIFICATE_MALFORMED)
+def test_malformed_certificates_are_rejected(name):
+    document = _certificate_document()
+    CERTIFICATE_MALFORMED[name](document)
+    assert errors(certificate_validator(), document)

@@ -22,10 +22,11 @@ found; the window bound keeps the windows it had bounded. Solvers load only when
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from elk_opt.bounds.cuts import hbm_cut_bound, port_cut_bound, port_total_bound
@@ -120,6 +121,21 @@ def _window(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
 HEAVY: tuple[Callable[[Instance, _Limits], dict[str, Any] | None], ...] = (_fluid, _lp, _window)
 
 
+MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not started
+BUDGET_SPENT = "skipped: the time budget was spent"
+
+
+def _capped(lim: _Limits, left: float, ops: int) -> _Limits | None:
+    """The limits with every solver limit capped by `left` seconds (the window bound's per
+    window, by `left` over its windows); None when less than MIN_SOLVER_S is left."""
+    if left < MIN_SOLVER_S:
+        return None
+    windows = math.ceil(ops / lim.window) if lim.window else 1
+    return replace(lim, fluid_time_s=round(min(lim.fluid_time_s, left), 3),
+                   lp_time_s=round(min(lim.lp_time_s, left), 3),
+                   window_time_s=round(min(lim.window_time_s, max(left / windows, 0.01)), 3))
+
+
 def recompute(instance: Instance, timing: Timing, name: str,
               params: dict[str, Any]) -> int | None:
     """The value of the bound a report row names, computed again from its `params` (None if
@@ -146,19 +162,25 @@ def recompute(instance: Instance, timing: Timing, name: str,
 def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  fluid_max_ops: int = 2000, fluid_time_s: float = 120.0, window: int = 12,
                  window_time_s: float = 2.0, lp_max_ops: int = 400, lp_time_s: float = 120.0,
-                 threads: int = 2, progress: bool = False) -> dict[str, Any]:
+                 threads: int = 2, progress: bool = False,
+                 time_budget_s: float | None = None) -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note", "status", "params"}], "best"}`.
 
     The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`; `window` ops per
     window (0 skips the window bound), `window_time_s` of CP-SAT per window; the LP relaxation
     runs up to `lp_max_ops` ops, for at most `lp_time_s` (model building included). A bound
-    that did not finish in time has `ns` None.
+    that did not finish in time has `ns` None. `time_budget_s` (None: no budget) caps the
+    solver-backed bounds together: each runs with its own limit capped by what is left of the
+    budget (the window bound's per-window limit by what is left over its windows), and one
+    whose turn comes when nothing is left is listed as skipped; the linear-time bounds always
+    run. Budgets are wall-clock; model building beyond a limit may overrun it a little.
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
-            or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0):
-        raise UsageError("window, lp_max_ops and fluid_max_ops must be >= 0 and "
-                         "window_time_s, lp_time_s, fluid_time_s, threads positive")
+            or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
+            or (time_budget_s is not None and not time_budget_s >= 0)):
+        raise UsageError("window, lp_max_ops, fluid_max_ops and time_budget_s must be >= 0 "
+                         "and window_time_s, lp_time_s, fluid_time_s, threads positive")
     lim = _Limits(timing, fluid_max_ops, fluid_time_s, window, window_time_s, lp_max_ops,
                   lp_time_s, threads, progress)
     rows: list[dict[str, Any]] = []
@@ -174,10 +196,16 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
         started = time.perf_counter()
         rows.append(_row("port-cut", started, port_cut_bound(instance), "shared-noc",
                          "instance", "port work before an execute start, then the executes"))
+    deadline = None if time_budget_s is None else time.perf_counter() + time_budget_s
     for heavy in HEAVY:
         started = time.perf_counter()
+        capped = lim if deadline is None else _capped(lim, deadline - started, len(instance.ops))
+        if capped is None:
+            rows.append(_row(heavy.__name__.strip("_"), started, None, "", "",
+                             BUDGET_SPENT, status="skipped"))
+            continue
         try:
-            row = heavy(instance, lim)
+            row = heavy(instance, capped)
         except KeyboardInterrupt:
             rows.append(_row(heavy.__name__.strip("_"), started, None, "", "",
                              "interrupted (the rest skipped)", status="interrupted"))

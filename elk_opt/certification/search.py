@@ -1,0 +1,351 @@
+"""The budgeted search behind `elk-opt certify`: the best plan and the best lower bound that
+one wall-clock budget buys.
+
+Phases, each given a share of what is left and stopped at its deadline (elk_opt.certification.worker
+runs the solver phases in a process of their own):
+1. the linear-time bounds of `run_all.lower_bounds` and Basic, in this process (instant: a
+   certificate exists from the first second on);
+2. the other heuristics, cheapest first (Static, LHS, Elk-Dyn, Elk-Full), within half the
+   budget;
+3. rounds until the gap closes, the time is up, or nothing is left to try: the solver-backed
+   bounds of `run_all.lower_bounds` within BOUND_SHARE of what is left (again in a later round
+   only if one of them ran out of time, then with twice the time per window), then CP-SAT
+   warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
+   covers the instance's execution order) with CPSAT_SHARE of what is left, and the LNS
+   `polish` from the best plan with POLISH_SHARE of the rest (what it does not use goes to the
+   next round); each only from a plan it has not started from before (from the same start
+   with less time it would find nothing new). A solver phase that overruns its own limit is
+   ended one second past the budget.
+The search stops as soon as a bound meets the best plan. The state is kept in a `Found` that
+the caller holds, so an interrupt leaves the best plan and bounds so far.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
+from elk_opt.certification.certificate import bound_entry, covers, exec_order, solver_bound_entry
+from elk_opt.certification.worker import Task, TimedOut, Worker
+from elk_opt.errors import UsageError
+from elk_opt.interrupts import Terminated
+from elk_opt.methods import solve
+from elk_opt.problem import Instance, Plan, Timing
+from elk_opt.progress import say
+from elk_opt.solution import SolveOptions, make_plan
+
+HEURISTICS = ("static", "lhs", "elk-dyn", "elk-full")  # after Basic, cheapest first
+HEURISTIC_SHARE = 0.5  # of the budget, at most, for the heuristics
+BOUND_SHARE = 0.4  # of what is left, for a round's solver-backed bounds
+CPSAT_SHARE = 0.5  # of what is left after the bounds, for CP-SAT's own limit
+POLISH_SHARE = 0.8  # of what is left then, for polish's own limit (it may overrun: see below)
+CPSAT_MAX_OPS = 200  # CP-SAT's model is quadratic in the ops: above this, polish alone
+MIN_PHASE_S = 0.5  # a phase with less time than this is not started
+GRACE_S = 1.0  # past the budget before a solver phase's process is ended
+MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
+
+
+@dataclass
+class Found:
+    """What the search has so far (mutable: it grows as phases finish)."""
+
+    timing: Timing
+    time_limit_s: float
+    threads: int
+    given: Plan | None = None  # the plan being certified, if one was given
+    given_ns: int | None = None  # its analytic makespan under `timing`
+    best: Plan | None = None  # the fastest plan found that executes in the instance's order
+    bounds: dict[str, dict[str, Any]] = field(default_factory=dict)  # by name, best kept
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    started_from: dict[str, Plan] = field(default_factory=dict)  # each solver's last start
+    started: float = field(default_factory=time.perf_counter)
+    stopped: str = "running"
+    cut: bool = False  # whether a phase was cut short or not started for lack of time
+
+    @property
+    def plan(self) -> Plan:
+        """The plan to certify: the given one, else the best found."""
+        plan = self.given if self.given is not None else self.best
+        assert plan is not None
+        return plan
+
+    @property
+    def better(self) -> Plan | None:
+        """A plan found that beats the given one."""
+        if self.given_ns is None or self.best is None:
+            return None
+        assert self.best.claims is not None
+        return self.best if self.best.claims.makespan_ns < self.given_ns else None
+
+    def bound_list(self) -> list[dict[str, Any]]:
+        """The bounds tried: a row run_all lists without an execution order is one that never
+        ran (its turn came with no budget left, or an interrupt), kept here only to know
+        that more time could help."""
+        return [b for b in self.bounds.values() if b["exec_order"] in ("any", "instance")]
+
+    def lower(self) -> int:
+        return max((b["ns"] for b in self.bounds.values() if b["ns"] is not None), default=0)
+
+    def lowest(self) -> tuple[int, str]:
+        """The fastest plan's makespan and maker (the given plan's: its claimed method)."""
+        found = []
+        if self.given_ns is not None:
+            assert self.given is not None
+            found.append((self.given_ns, self.given.claims.method if self.given.claims
+                          else "the given plan"))
+        if self.best is not None:
+            assert self.best.claims is not None
+            found.append((self.best.claims.makespan_ns, self.best.claims.method))
+        return min(found)
+
+    def lowest_makespan(self) -> int:
+        return self.lowest()[0]
+
+    def closed(self) -> bool:
+        return bool(self.bounds) and self.lower() >= self.lowest_makespan()
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def left(self) -> float:
+        return self.time_limit_s - self.elapsed()
+
+    def hard_deadline(self) -> float:
+        """When a solver phase still running is ended: its own limit is shorter, but model
+        building can overrun it (polish on a whole model, by seconds), and ending it loses
+        its plan."""
+        return self.started + self.time_limit_s + GRACE_S
+
+    def summary(self) -> dict[str, Any]:
+        return {"time_limit_s": self.time_limit_s, "threads": self.threads,
+                "wall_s": round(self.elapsed(), 3), "stopped": self.stopped,
+                "phases": self.phases}
+
+
+def _offer_plan(found: Found, plan: Plan) -> bool:
+    """Keep `plan` if it is the fastest instance-order plan so far."""
+    assert plan.claims is not None
+    if exec_order(plan) != "instance":
+        return False
+    if found.best is None or plan.claims.makespan_ns < found.best.claims.makespan_ns:
+        found.best = plan
+        return True
+    return False
+
+
+def _offer_bound(found: Found, entry: dict[str, Any]) -> bool:
+    """Keep a bound entry if it covers the certified plan's order and beats its namesake;
+    whether the best bound rose."""
+    target = found.given if found.given is not None else found.best
+    if target is not None and not covers(entry["exec_order"], exec_order(target)):
+        return False
+    if entry["status"] == "skipped" and entry["name"] in found.bounds:
+        return False
+    old = found.bounds.get(entry["name"])
+    if old is None or (entry["ns"] or -1) > (old["ns"] or -1) or old["status"] == "skipped":
+        before = found.lower()
+        found.bounds[entry["name"]] = entry
+        return found.lower() > before
+    return False
+
+
+def _say(found: Found, phase: str, enabled: bool) -> None:
+    if not enabled:
+        return
+    parts = [f"certify [{found.elapsed():5.1f}/{found.time_limit_s:g} s] {phase}"]
+    plans = found.given is not None or found.best is not None
+    if plans:
+        makespan, maker = found.lowest()
+        parts.append(f"plan {makespan:,} ns ({maker})")
+    if found.bounds:
+        lower = found.lower()
+        name = next(b["name"] for b in found.bounds.values() if b["ns"] == lower)
+        parts.append(f"bound {lower:,} ns ({name})")
+        if plans and lower > 0:
+            parts.append(f"gap {found.lowest_makespan() / lower - 1:.3%}")
+    say(": ".join(parts[:1]) + (": " + ", ".join(parts[1:]) if parts[1:] else ""))
+
+
+def _call(found: Found, worker: Worker, task: Task, deadline: float) -> Any:
+    """`worker.call`; on an interrupt, what the phase handed over is kept before it unwinds
+    (a solver's best plan, or bounds, each valid as far as it got)."""
+    try:
+        return worker.call(task, deadline)
+    except (KeyboardInterrupt, Terminated) as stop:
+        partial = getattr(stop, "partial", None)
+        if isinstance(partial, Plan):
+            _offer_plan(found, partial)
+        elif isinstance(partial, dict):
+            for row in partial["bounds"]:
+                _offer_bound(found, bound_entry(row))
+        raise
+
+
+def _starting(found: Found, what: str, enabled: bool) -> None:
+    """A line before a phase that may run long, so the reader knows what is running."""
+    say(f"certify [{found.elapsed():5.1f}/{found.time_limit_s:g} s] running {what}...",
+        enabled=enabled)
+
+
+def _record(found: Found, phase: str, started: float, outcome: str) -> None:
+    found.phases.append({"phase": phase, "wall_s": round(time.perf_counter() - started, 3),
+                         "outcome": outcome})
+
+
+def search(instance: Instance, found: Found, *, progress: bool = False,
+           worker: Worker | None = None) -> Found:
+    """Fill `found` within its time limit (see the module docstring); returns it. `worker`: a
+    running worker to use (default: one of its own, ended on return)."""
+    if worker is None:
+        with Worker() as own:
+            return search(instance, found, progress=progress, worker=own)
+    options = SolveOptions(timing=found.timing, threads=found.threads)
+    worker.start()  # its imports overlap the cheap phase
+    if found.given is not None:  # a start for CP-SAT and polish, if in the instance's order
+        given = found.given
+        _offer_plan(found, make_plan(
+            instance, given.choice, given.program, release_ns=given.release_ns,
+            method=given.claims.method if given.claims else "given", started=found.started,
+            timing=found.timing))
+    _cheap(instance, found, options)
+    _say(found, "linear-time bounds and Basic", progress)
+    if not found.closed():
+        _heuristics(instance, found, options, worker, progress)
+    rounds = 0
+    while not found.closed() and found.left() >= MIN_PHASE_S:
+        rounds += 1
+        ran = len(found.phases)
+        gained = _bound_round(instance, found, worker, rounds, progress)
+        gained = _plan_round(instance, found, options, worker, progress) or gained
+        if len(found.phases) == ran or not (gained or _bounds_could_grow(found)):
+            found.stopped = "time limit" if found.cut else "nothing left to try"
+            break
+    if found.stopped == "running":
+        found.stopped = "gap closed" if found.closed() else "time limit"
+    return found
+
+
+def _cheap(instance: Instance, found: Found, options: SolveOptions) -> None:
+    started = time.perf_counter()
+    plan = solve(instance, "basic", options)
+    _offer_plan(found, plan)
+    report = lower_bounds(instance, timing=found.timing, threads=found.threads, time_budget_s=0)
+    for row in report["bounds"]:
+        if row["status"] != "skipped":
+            _offer_bound(found, bound_entry(row))
+    _record(found, "linear-time bounds, basic", started,
+            f"basic {plan.claims.makespan_ns:,} ns, bound {found.lower():,} ns")
+
+
+def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
+                progress: bool) -> None:
+    deadline = found.started + HEURISTIC_SHARE * found.time_limit_s
+    for method in HEURISTICS:
+        started = time.perf_counter()
+        if started >= deadline:
+            _record(found, method, started, "not started: the heuristics' share was spent")
+            found.cut = True
+            continue
+        try:
+            task = Task("solve", instance, {"method": method, "options": options})
+            _starting(found, method, progress)
+            plan = _call(found, worker, task, deadline)
+        except TimedOut:
+            _record(found, method, started, "stopped at the heuristics' deadline")
+            found.cut = True
+            continue
+        kept = _offer_plan(found, plan)
+        _record(found, method, started, f"{plan.claims.makespan_ns:,} ns"
+                                        + (" (best so far)" if kept else ""))
+        _say(found, method, progress)
+        if found.closed():
+            return
+
+
+def _bounds_could_grow(found: Found) -> bool:
+    """Whether a solver-backed bound ran out of time or budget (more time could raise it)."""
+    return any(b["status"] == "time-limit" or b["note"] == BUDGET_SPENT
+               for b in found.bounds.values())
+
+
+def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
+                 progress: bool) -> bool:
+    if round_ > 1 and not _bounds_could_grow(found):
+        return False
+    target = found.given if found.given is not None else found.best
+    if target is not None and exec_order(target) != "instance":
+        return False  # the solver-backed bounds hold for the instance's order only
+    budget = BOUND_SHARE * found.left()
+    if budget < MIN_PHASE_S:
+        found.cut = True
+        return False
+    started = time.perf_counter()
+    args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
+            "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress}
+    try:
+        _starting(found, f"the solver-backed bounds, up to {budget:.0f} s", progress)
+        report = _call(found, worker, Task("bounds", instance, args), found.hard_deadline())
+    except TimedOut:
+        _record(found, f"bounds (round {round_})", started, "stopped at the round's deadline")
+        found.cut = True
+        return False
+    except UsageError as e:
+        _record(found, f"bounds (round {round_})", started, f"failed: {e}")
+        return False
+    gained = False
+    for row in report["bounds"]:
+        gained = _offer_bound(found, bound_entry(row)) or gained
+    _record(found, f"bounds (round {round_})", started,
+            f"best {found.lower():,} ns" + (" (raised)" if gained else ""))
+    _say(found, f"bounds, round {round_}", progress)
+    return gained
+
+
+def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
+                progress: bool) -> bool:
+    gained = False
+    methods = (["cpsat"] if len(instance.ops) <= CPSAT_MAX_OPS else []) + ["polish"]
+    for method in methods:
+        left = found.left()
+        share = CPSAT_SHARE if method == "cpsat" else POLISH_SHARE
+        limit = share * left - MARGIN_S
+        if found.closed() or found.best is None:
+            break
+        if found.started_from.get(method) is found.best:
+            continue  # the same start with less time: nothing new to find
+        if limit < MIN_PHASE_S:
+            found.cut = True
+            continue
+        started = time.perf_counter()
+        warm = found.best
+        assert warm.claims is not None
+        found.started_from[method] = warm
+        task_options = replace(options, time_limit_s=limit, warm_start=warm.claims.method,
+                               warm_plan=warm)
+        try:
+            task = Task("solve", instance, {"method": method, "options": task_options})
+            _starting(found, f"{method} from {warm.claims.method}'s plan, up to {limit:.0f} s",
+                      progress)
+            plan = _call(found, worker, task, found.hard_deadline())
+        except TimedOut:
+            _record(found, method, started, "ended at the deadline: it overran its limit")
+            found.cut = True
+            continue
+        except UsageError as e:
+            _record(found, method, started, f"failed: {e}")
+            continue
+        kept = _offer_plan(found, plan)
+        raised = False
+        if method == "cpsat" and plan.claims.lower_bound_ns is not None:
+            raised = _offer_bound(found, solver_bound_entry(
+                plan, time.perf_counter() - started,
+                {"method": "cpsat", "time_limit_s": round(limit, 3), "threads": found.threads,
+                 "warm_start": warm.claims.method}))
+        gained = gained or kept or raised
+        _record(found, method, started,
+                f"{plan.claims.makespan_ns:,} ns ({plan.claims.status})"
+                + (" (best so far)" if kept else "") + (", bound raised" if raised else ""))
+        _say(found, method, progress)
+    return gained

@@ -1,0 +1,392 @@
+"""`elk-opt certify`: certificates hold (their plan verifies, their bound is below every plan
+and below the exhaustive optimum), `--check` catches every tampering, a given plan is kept, bad
+input is one line and exit 2 with nothing written, and an interrupt writes the best so far.
+
+The searches share one worker process (its solver imports paid once); budgets are small, and
+no test depends on how fast the machine is: they assert what a certificate holds, not how
+close its gap got.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import json
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import elk_opt
+from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
+from elk_opt.certification.certificate import exec_order
+from elk_opt.certification.check import check
+from elk_opt.certification.run import certify
+from elk_opt.certification.worker import Task, TimedOut, Worker
+from elk_opt.cli import main
+from elk_opt.errors import UsageError
+from elk_opt.io import plan_to_dict, save_instance, save_plan
+from elk_opt.methods import solve
+from elk_opt.problem import TIMINGS
+from elk_opt.solution import SolveOptions, make_plan
+from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
+from tests.schemas import certificate_validator, errors
+from tests.strategies import random_instances
+from tests.tiny import parse, tiny_instance
+
+STOPS = {"gap closed", "time limit", "nothing left to try"}
+
+
+@pytest.fixture(scope="module")
+def worker():
+    with Worker() as w:
+        yield w
+
+
+@pytest.fixture(scope="module")
+def certified(worker):
+    instance = elk_opt.synthetic_instance(ops=6, plans=2, seed=3)
+    return certify(instance, time_limit_s=8, threads=1, worker=worker)
+
+
+def assert_holds(doc: dict) -> None:
+    """What every certificate must satisfy, whatever the search found."""
+    assert errors(certificate_validator(), doc) == []
+    assert elk_opt.verify(doc["plan"])["valid"]
+    makespan, lower = doc["makespan_ns"], doc["lower_bound_ns"]
+    assert 0 < lower <= makespan
+    assert doc["gap"] == pytest.approx(makespan / lower - 1)
+    assert lower == max(b["ns"] for b in doc["bounds"] if b["ns"] is not None)
+    for b in doc["bounds"]:
+        assert doc["timing"] in b["timings"], b
+    claims = doc["plan"].get("claims")
+    if claims is not None:
+        assert claims["lower_bound_ns"] == lower
+        assert (claims["status"] == "optimal") == (lower == makespan)
+    assert doc["search"]["stopped"] in STOPS
+    assert check(doc).problems == []
+
+
+def test_a_certificate_holds_and_lists_every_bound_run_all_offers(certified):
+    assert_holds(certified)
+    names = {b["name"] for b in certified["bounds"]}
+    assert {"ideal", "hbm-cut", "port-total", "port-cut"} <= names  # shared-noc by default
+    assert certified["timing"] == "shared-noc"
+    for b in certified["bounds"]:
+        assert b["exec_order"] in ("any", "instance") and isinstance(b["params"], dict)
+    if certified["gap"] == 0:
+        assert certified["plan"]["claims"]["status"] == "optimal"
+
+
+def _retotal(doc: dict) -> None:
+    """Make lower_bound_ns and gap agree with the (tampered) bounds, as a careful forger would."""
+    doc["lower_bound_ns"] = max(b["ns"] for b in doc["bounds"] if b["ns"] is not None)
+    doc["gap"] = doc["makespan_ns"] / doc["lower_bound_ns"] - 1
+
+
+def _raise_bound(doc: dict) -> None:
+    row = next(b for b in doc["bounds"] if b["name"] == "ideal")
+    row["ns"] = doc["makespan_ns"]
+    _retotal(doc)
+
+
+def _lower_makespan(doc: dict) -> None:
+    doc["makespan_ns"] -= 1
+    doc["gap"] = max(0.0, doc["makespan_ns"] / doc["lower_bound_ns"] - 1)
+
+
+def _worse_plan(doc: dict) -> None:
+    plan = load_plan_from(doc["plan"])
+    worse = solve(plan.instance, "basic", SolveOptions(timing=plan.timing))
+    assert worse.claims.makespan_ns > doc["makespan_ns"]
+    doc["plan"] = plan_to_dict(worse)
+
+
+def _edit_gap(doc: dict) -> None:
+    doc["gap"] = doc["gap"] / 2 if doc["gap"] else 0.01
+
+
+def _edit_claims(doc: dict) -> None:
+    doc["plan"]["claims"]["makespan_ns"] -= 1
+
+
+def _other_timing(doc: dict) -> None:
+    doc["timing"] = "separate-noc"
+
+
+TAMPERINGS = {"a raised bound": _raise_bound, "a lowered makespan": _lower_makespan,
+              "a plan swapped for a worse one": _worse_plan, "an edited gap": _edit_gap,
+              "a plan's claims edited": _edit_claims, "another timing": _other_timing}
+
+
+def load_plan_from(document: dict):
+    from elk_opt.io import plan_from_dict
+
+    return plan_from_dict(copy.deepcopy(document))
+
+
+@pytest.mark.parametrize("name", TAMPERINGS)
+def test_check_catches_each_tampering(certified, name, tmp_path, capsys):
+    doc = copy.deepcopy(certified)
+    TAMPERINGS[name](doc)
+    assert check(doc).problems, name
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["certify", "--check", str(path), "-q"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"{path}: INVALID:") and len(out) >= 2
+
+
+def test_an_untampered_certificate_passes_the_command(certified, tmp_path, capsys):
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps(certified))
+    assert main(["certify", "--check", str(path), "-q"]) == 0
+    assert capsys.readouterr().out.startswith(f"{path}: valid:")
+    assert elk_opt.check_certificate(path) == []
+
+
+def test_only_bounds_found_within_max_recompute_s_are_recomputed(certified):
+    every = check(certified, max_recompute_s=1e9)
+    assert every.problems == []
+    assert set(every.recomputed) == {b["name"] for b in certified["bounds"]
+                                     if b["ns"] is not None and b["status"] != "solver-proved"}
+    quick = check(certified, max_recompute_s=1e-9)
+    slow = [b["name"] for b in certified["bounds"]
+            if b["ns"] is not None and b["wall_s"] > 1e-9 and b["status"] != "solver-proved"]
+    assert sorted(quick.recomputed) == sorted(set(every.recomputed) - set(slow))
+    assert all(any(n in line for line in quick.not_recomputed) for n in slow)
+
+
+def test_a_certificate_whose_plan_is_unreadable_is_exit_2(certified, tmp_path, capsys):
+    doc = copy.deepcopy(certified)
+    doc["plan"]["program"] = "P0 E0"
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["certify", "--check", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and "plan" in err[0], err
+
+
+@settings(max_examples=8)
+@given(random_instances(max_ops=3, max_plans=2, noc=True, max_ns=10),
+       st.sampled_from(TIMINGS))
+def test_the_certified_bound_never_exceeds_the_exhaustive_optimum(worker, instance, timing):
+    doc = certify(instance, timing=timing, time_limit_s=6, threads=1, worker=worker)
+    if timing == "shared-noc":
+        best = enumerate_shared_optimum(instance).makespan_ns
+    else:
+        best = enumerate_optimum(instance).makespan_ns
+    assert doc["lower_bound_ns"] <= best <= doc["makespan_ns"]
+    assert_holds(doc)
+
+
+def test_a_given_plan_is_kept_and_a_better_one_reported(worker):
+    instance = elk_opt.synthetic_instance(ops=8, plans=3, seed=2)
+    given_plan = solve(instance, "basic", SolveOptions(timing="separate-noc"))
+    doc = certify(given_plan, time_limit_s=20, threads=1, worker=worker)
+    assert doc["timing"] == "separate-noc"  # the plan's own
+    kept = plan_to_dict(given_plan)
+    for key in ("choice", "program", "instance"):
+        assert doc["plan"][key] == kept[key]
+    assert doc["makespan_ns"] == given_plan.claims.makespan_ns
+    better = doc.get("better_plan")
+    elk_dyn = solve(instance, "elk-dyn", SolveOptions(timing="separate-noc")).claims.makespan_ns
+    assert elk_dyn < doc["makespan_ns"]  # the instance is one where Basic is beaten
+    assert better is not None and better["makespan_ns"] <= elk_dyn  # heuristics run first
+    assert better["makespan_ns"] < doc["makespan_ns"]
+    assert elk_opt.verify(better["plan"])["valid"]
+    assert better["plan"]["claims"]["makespan_ns"] == better["makespan_ns"]
+    assert_holds(doc)
+
+
+def test_a_plan_in_another_execution_order_gets_only_bounds_for_any_order(worker):
+    instance = tiny_instance([(10, 5, 20, 8, 1), (30, 5, 10, 8, 0)], inputs=[(), ()])
+    plan = make_plan(instance, [elk_opt.Choice(0, 0)] * 2, parse("P1 E1 P0 E0"),
+                     method="tool", started=0.0, timing="separate-noc")
+    assert exec_order(plan) == "free"
+    doc = certify(plan, time_limit_s=4, threads=1, worker=worker)
+    assert doc["plan"]["program"] == ["P1", "E1", "P0", "E0"]
+    assert {b["exec_order"] for b in doc["bounds"]} == {"any"}
+    assert doc["exec_order"] == "any"
+    assert_holds(doc)
+    doc["bounds"][0]["exec_order"] = "instance"
+    assert any("execution order" in p for p in check(doc).problems)
+
+
+def test_the_api_refuses_a_timing_mismatch_and_a_zero_limit(certified):
+    plan = load_plan_from(certified["plan"])
+    with pytest.raises(UsageError, match="shared-noc.*separate-noc"):
+        elk_opt.certify(plan, timing="separate-noc", time_limit_s=1)
+    with pytest.raises(UsageError, match="time limit"):
+        elk_opt.certify(plan.instance, time_limit_s=0)
+
+
+def test_run_all_honours_a_total_budget():
+    instance = elk_opt.synthetic_instance(ops=24, plans=3, seed=4)
+    spent = lower_bounds(instance, time_budget_s=0)["bounds"]
+    cheap = {r["bound"] for r in spent if r["status"] == "complete"}
+    assert cheap == {"ideal", "hbm-cut", "port-total", "port-cut"}
+    assert all(r["note"] == BUDGET_SPENT for r in spent if r["bound"] not in cheap)
+    rows = lower_bounds(instance, time_budget_s=3.0, window=6, threads=1)["bounds"]
+    for row in rows:
+        limit = row["params"].get("time_limit_s")
+        assert limit is None or limit <= 3.0, row
+        if row["bound"].startswith("window") and row["ns"] is not None:
+            assert row["params"]["time_limit_s"] * 4 <= 3.0 + 0.01  # 4 windows share it (rounded)
+    with pytest.raises(UsageError):
+        lower_bounds(instance, time_budget_s=-1)
+
+
+def test_a_phase_past_its_deadline_is_ended_and_the_worker_serves_on(worker):
+    instance = elk_opt.synthetic_instance(ops=200, plans=4, seed=1)
+    task = Task("solve", instance, {"method": "elk-full", "options": SolveOptions()})
+    with pytest.raises(TimedOut):
+        worker.call(task, time.perf_counter() + 0.05)
+    small = elk_opt.synthetic_instance(ops=4, plans=2, seed=1)
+    plan = worker.call(Task("solve", small, {"method": "static", "options": SolveOptions()}),
+                       None)
+    assert plan.claims.method == "static"
+
+
+def test_a_short_budget_still_gives_a_certificate_saying_what_was_cut(worker):
+    instance = elk_opt.synthetic_instance(ops=300, plans=4, seed=2)
+    doc = certify(instance, time_limit_s=1.0, threads=1, worker=worker)
+    assert_holds(doc)
+    phases = doc["search"]["phases"]
+    assert phases[0]["phase"] == "linear-time bounds, basic"
+    assert doc["search"]["stopped"] in ("time limit", "gap closed")
+    for phase in phases:  # each says how long it took and how it ended
+        assert phase["wall_s"] >= 0 and phase["outcome"]
+
+
+# ---------------------------------------------------------------------------- command line
+
+@pytest.fixture
+def files(tmp_path):
+    instance = elk_opt.synthetic_instance(ops=4, plans=2, seed=1)
+    inst = tmp_path / "i.json"
+    save_instance(inst, instance)
+    plan = tmp_path / "p.json"
+    save_plan(plan, solve(instance, "elk-dyn", SolveOptions(timing="separate-noc")))
+    return inst, plan
+
+
+def test_the_command_certifies_an_instance_and_checks_it(files, tmp_path, capsys):
+    inst, _ = files
+    cert = tmp_path / "cert.json"
+    assert main(["certify", str(inst), "--time-limit", "6", "--threads", "1", "-q",
+                 "-o", str(cert)]) == 0
+    out = capsys.readouterr().out
+    assert "lower bound" in out and "gap" in out and str(cert) in out
+    doc = json.loads(cert.read_text())
+    assert_holds(doc)
+    assert main(["certify", "--check", str(cert), "-q"]) == 0
+
+
+def test_a_plan_breaking_the_rules_is_not_certified(files, tmp_path, capsys):
+    _, plan = files
+    doc = json.loads(plan.read_text())
+    doc["claims"]["makespan_ns"] += 1  # R6
+    plan.write_text(json.dumps(doc))
+    cert = tmp_path / "cert.json"
+    assert main(["certify", str(plan), "-q", "-o", str(cert)]) == 1
+    assert "R6" in capsys.readouterr().err
+    assert not cert.exists()
+
+
+def _bad(kind: str, inst: Path, plan: Path, tmp_path: Path) -> tuple[list[str], list[str]]:
+    """argv and the words its one error line must hold."""
+    cert = str(tmp_path / "cert.json")
+    if kind == "timing mismatch":
+        return ["certify", str(plan), "--timing", "shared-noc", "-o", cert], \
+            [str(plan), "separate-noc", "shared-noc"]
+    if kind == "zero time limit":
+        return ["certify", str(inst), "--time-limit", "0", "-o", cert], ["--time-limit", "'0'"]
+    if kind == "negative time limit":
+        return ["certify", str(inst), "--time-limit", "-3", "-o", cert], ["--time-limit"]
+    if kind == "missing file":
+        return ["certify", str(tmp_path / "none.json"), "-o", cert], ["none.json", "no such file"]
+    if kind == "not JSON":
+        inst.write_text("{")
+        return ["certify", str(inst), "-o", cert], [str(inst), "invalid JSON"]
+    if kind == "neither format":
+        inst.write_text('{"format": "elk-certificate/1"}')
+        return ["certify", str(inst), "-o", cert], [str(inst), "format"]
+    if kind == "output folder missing":
+        return ["certify", str(inst), "-o", str(tmp_path / "no" / "cert.json")], \
+            ["does not exist"]
+    if kind == "unreadable certificate":
+        inst.write_text('{"format": "elk-certificate/1", "timing": "shared-noc"}')
+        return ["certify", "--check", str(inst)], [str(inst), "makespan_ns"]
+    raise AssertionError(kind)
+
+
+@pytest.mark.parametrize("kind", ["timing mismatch", "zero time limit", "negative time limit",
+                                  "missing file", "not JSON", "neither format",
+                                  "output folder missing", "unreadable certificate"])
+def test_bad_input_is_one_line_exit_2_and_nothing_written(kind, files, tmp_path, capsys):
+    inst, plan = files
+    argv, words = _bad(kind, inst, plan, tmp_path)
+    before = set(tmp_path.rglob("*"))
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert err[0].startswith("elk-opt certify: error:"), err
+    for word in words:
+        assert word in err[0], (word, err[0])
+    assert set(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("name", ["instance", "plan", "certificate"])
+def test_the_schema_command_prints_the_shipped_schema(name, capsys):
+    assert main(["schema", name]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed == elk_opt.schema(name)
+    assert printed["title"] == {"instance": "elk-instance/1", "plan": "elk-plan/1",
+                                "certificate": "elk-certificate/1"}[name]
+
+
+# ---------------------------------------------------------------------------- interrupts
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_writes_the_best_certificate_so_far(signum, tmp_path):
+    inst, cert, log = tmp_path / "i.json", tmp_path / "cert.json", tmp_path / "err.txt"
+    save_instance(inst, elk_opt.synthetic_instance(ops=60, plans=4, seed=5))
+    with log.open("w") as err:
+        proc = subprocess.Popen(["elk-opt", "certify", str(inst), "--time-limit", "600",
+                                 "--threads", "1", "-o", str(cert)],
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "linear-time bounds and Basic" not in log.read_text():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        if signum == signal.SIGINT:
+            os.killpg(proc.pid, signum)  # Ctrl-C: the whole group, worker included
+        else:
+            proc.send_signal(signum)  # SIGTERM: elk-opt alone
+        assert proc.wait(timeout=30) == 128 + signum, log.read_text()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    text = log.read_text()
+    assert "interrupted" in text and "best certificate so far" in text, text
+    doc = json.loads(cert.read_text())
+    assert doc["search"]["stopped"].startswith("interrupted")
+    assert_holds_interrupted(doc)
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+def assert_holds_interrupted(doc: dict) -> None:
+    assert elk_opt.verify(doc["plan"])["valid"]
+    assert doc["lower_bound_ns"] <= doc["makespan_ns"]
+    assert check(doc).problems == []
