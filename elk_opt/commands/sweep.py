@@ -6,7 +6,7 @@ import argparse
 import csv
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from elk_opt.commands.flags import (
@@ -22,6 +22,7 @@ from elk_opt.interrupts import Terminated
 from elk_opt.io import ensure_dir, write_atomic
 from elk_opt.progress import report_progress
 from elk_opt.studies.executors import EXECUTORS, run_all
+from elk_opt.studies.plans import PLANS_DIR, keep
 from elk_opt.studies.sweep import (
     AXES,
     FIGURES,
@@ -35,7 +36,7 @@ from elk_opt.studies.sweep import (
 
 CSV_FIELDS = ("model", "mode", "batch", "kv_len", "layers", "chip", "axis", "value", "method",
               "timing", "ops", "makespan_ns", "simulated_ns", "throughput", "normalised",
-              "hbm_util", "noc_util", "tflops", "solve_s", "verified")
+              "hbm_util", "noc_util", "tflops", "solve_s", "verified", "plan")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -97,14 +98,14 @@ def run(args: argparse.Namespace) -> int:
     for stem, figure in figures.items():
         cells = sweep_cells(args.model, figure, methods, batch=args.batch, kv_len=args.kv_len,
                             layers=args.layers, timing=args.timing)
-        points = _run(stem, cells, args)
+        points = _run(stem, cells, args, out)
         order = {c: k for k, c in enumerate(cells)}
         points.sort(key=lambda p: order[p.cell])
         norm = normalised(points)
         write_csv(points, norm, out / f"{stem}.csv")
         plot(points, norm, figure, out / f"{stem}.png")
         print(f"{stem}: {figure.title}: {len(points)} points under {args.timing} -> "
-              f"{out}/{stem}.csv, {stem}.png")
+              f"{out}/{stem}.csv, {stem}.png, plans/{stem}/")
         failed = [p for p in points if not p.verified]
         if failed:
             print(f"{stem}: {len(failed)} plans fail verify (see the verified column)",
@@ -113,13 +114,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace) -> list[SweepPoint]:
+def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace,
+         out: Path) -> list[SweepPoint]:
+    """Every point of a figure; each plan is kept under `out/plans/<stem>/` as it comes."""
     points: list[SweepPoint] = []
     try:
         with report_progress(len(cells), stem, unit="point", enabled=not args.quiet) as shown, \
                 run_all(run_sweep_cell, cells, args.executor, args.workers,
                         args.address) as results:
-            for _cell, point in results:
+            for cell, outcome in results:
+                point = replace(outcome.cell, plan=keep(out, cell.name, outcome.plan,
+                                                        f"{PLANS_DIR}/{stem}"))
                 points.append(point)
                 shown.advance(note=f"[{stem} {len(points)}/{len(cells)}] {point.cell.chip} "
                                    f"{point.cell.mode} {point.cell.axis}x{point.cell.value:g} "
