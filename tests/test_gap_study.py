@@ -2,6 +2,7 @@
 executors that agree."""
 
 import csv
+import gzip
 import json
 from dataclasses import asdict, replace
 
@@ -234,11 +235,17 @@ def test_the_small_noc_suite_crosses_the_small_suite_with_both_occupancies():
     assert stripped == small
 
 
-def test_dask_cluster_gives_the_local_results():
+@pytest.mark.parametrize("cluster", ["dask", "ray"])
+def test_a_local_cluster_gives_the_serial_results(cluster):
     specs = parse_suite(SUITE, "suite")
     tasks = [CellTask(s, "basic", 5.0, 1, "shared-noc") for s in specs]
     with run_all(run_cell, tasks, "serial") as results:
-        serial = {t.spec.key: replace(o.cell, solve_s=0) for t, o in results}
-    with run_all(run_cell, tasks, "dask", workers=2) as results:
-        on_dask = {t.spec.key: replace(o.cell, solve_s=0) for t, o in results}
-    assert on_dask == serial
+        serial = {t.spec.key: (replace(o.cell, solve_s=0), _program(o.plan)) for t, o in results}
+    with run_all(run_cell, tasks, cluster, workers=2) as results:
+        remote = {t.spec.key: (replace(o.cell, solve_s=0), _program(o.plan)) for t, o in results}
+    assert remote == serial
+
+
+def _program(packed_plan: bytes) -> tuple:
+    plan = json.loads(gzip.decompress(packed_plan))
+    return plan["program"], plan["choice"]
