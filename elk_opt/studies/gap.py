@@ -27,6 +27,7 @@ from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance, Timing
 from elk_opt.progress import report_progress
 from elk_opt.solution import SolveOptions
+from elk_opt.studies.eta import Eta, parallel
 from elk_opt.studies.executors import run_all
 from elk_opt.studies.plans import Outcome, keep, packed
 from elk_opt.studies.suites import InstanceSpec
@@ -189,9 +190,12 @@ def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, 
     tasks = [CellTask(s, m, time_limit_s, threads, timing) for s in specs for m in methods
              if _cell_name(s.key, m) not in done]
     total = len(specs) * len(methods)
+    eta = Eta({_cell_name(t.spec.key, t.method): time_limit_s
+               if METHODS[t.method].family == "exact" else None for t in tasks},
+              parallel(executor, workers, len(tasks)))
     try:
         with report_progress(total, "gap", unit="cell", done=len(done),
-                             enabled=progress) as shown, \
+                             enabled=progress, eta=eta) as shown, \
                 run_all(run_cell, tasks, executor, workers, address) as results:
             if done:
                 shown.write(f"resuming: {len(done)} of {total} cells already done")
@@ -202,6 +206,7 @@ def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, 
                     cell = replace(cell, plan=keep(out, name, outcome.plan))
                 save_json(cells_dir / f"{name}.json", asdict(cell))
                 done[name] = cell
+                eta.done(name, cell.solve_s)
                 shown.advance(note=f"[{len(done)}/{total}] {cell.instance} {cell.method}: "
                                    f"{_shown(cell)} ({cell.solve_s:.1f} s)"
                                    f"{'' if cell.verified or cell.error else ' VERIFY FAILED'}")

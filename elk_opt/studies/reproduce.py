@@ -31,6 +31,7 @@ from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.progress import report_progress
 from elk_opt.solution import SolveOptions
 from elk_opt.studies import paper
+from elk_opt.studies.eta import Eta, parallel
 from elk_opt.studies.executors import run_all
 from elk_opt.studies.plans import Outcome, keep, packed
 
@@ -353,13 +354,18 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
     total = len(wanted)
     finished = total - sum(map(len, missing.values()))
     unavailable: dict[str, Cell] = {}
+    eta = Eta({cell_name(c, m): grid.time_limit_s if _is_exact(m) else None
+               for c, ms in missing.items() for m in ms},
+              parallel(executor, workers, len(tasks)))
     with report_progress(total, "reproduce", unit="cell", done=finished,
-                         enabled=progress) as shown, \
+                         enabled=progress, eta=eta) as shown, \
             run_all(run_task, tasks, executor, workers, address) as finished_tasks:
         if done:
             shown.write(f"resuming: {finished} of {total} cells already done")
         for task, outcomes in finished_tasks:
             cells = [o.cell for o in outcomes]
+            for c in cells:
+                eta.done(cell_name(task.config, c.method), c.solve_s)
             if all(c.status == "unavailable" for c in cells):
                 unavailable.update((cell_name(task.config, c.method), c) for c in cells)
                 finished += len(cells)
@@ -382,6 +388,10 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
     exact = [results[cell_name(c, m)] for c in grid.exact_configs()
              for m in (*grid.methods, *grid.exact_methods)]
     return figure, exact
+
+
+def _is_exact(method: str) -> bool:
+    return method != IDEAL and METHODS[method].family == "exact"
 
 
 def _wanted(grid: Grid) -> list[tuple[Config, str]]:
