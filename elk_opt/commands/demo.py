@@ -153,13 +153,14 @@ def _plots(full: Instance, ideal: int, on_full: list[Result], out: Path, timing:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import StrMethodFormatter
 
     from elk_opt.simulator.plot import plot_timeline
 
     best = min(on_full, key=lambda r: r.sim.makespan_ns)
     plot_timeline(best.sim, full.chip, out / "timeline.png", method=best.method, name=full.name,
                   layers=[op.layer for op in full.ops])
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    fig, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
     names = [r.method for r in on_full]
     bars = {f"analytic, section {SECTION[timing]} (the plan's)":
             [r.plan.claims.makespan_ns / 1e3 for r in on_full],  # type: ignore[union-attr]
@@ -171,9 +172,10 @@ def _plots(full: Instance, ideal: int, on_full: list[Result], out: Path, timing:
                width=width, label=label)
     ax.axhline(ideal / 1e3, color="black", linestyle="--", label="Ideal bound")
     ax.set_xticks(list(range(len(names))), names)
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
     ax.set_ylabel("makespan of one decode step (us)")
-    ax.set_title(full.name)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.set_title(f"{MODEL} decode, batch {BATCH}, KV {KV_LEN} ({len(full.ops)} ops on "
+                 f"{full.chip.name})\nevery method's plan, planned under {timing}", fontsize=10)
+    fig.legend(loc="outside lower center", fontsize=9, ncols=2, frameon=False)
     write_atomic(out / "methods.png", lambda f: fig.savefig(f, format="png"), mode="wb")
     plt.close(fig)

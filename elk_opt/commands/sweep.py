@@ -151,28 +151,48 @@ def write_csv(points: Sequence[SweepPoint], norm: Mapping[SweepPoint, float],
     write_atomic(path, write)
 
 
+AXIS_NAMES = {"hbm": "HBM bandwidth", "noc": "NoC bandwidth", "cores": "core count",
+              "compute": "per-core compute", "sram": "SRAM per core"}
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = "osD^v<>"
+
+
 def plot(points: Sequence[SweepPoint], norm: Mapping[SweepPoint, float], figure: Figure,
          path: Path) -> None:
+    """Normalised throughput against the scale: a colour and marker per method, a line style
+    per chip (and mode), so series that coincide still show; the subtitle says what was
+    planned, under which timing, and how it was timed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    series = dict.fromkeys((p.cell.chip, p.cell.mode, p.cell.method) for p in points)
-    for chip, mode, method in series:
-        mine = sorted((p for p in points if (p.cell.chip, p.cell.mode, p.cell.method)
-                       == (chip, mode, method)), key=lambda p: p.cell.value)
-        label = method + (f" {chip}" if len(figure.chips) > 1 else "") + \
-            (f" {mode}" if len(figure.modes) > 1 else "")
-        ax.plot([p.cell.value for p in mine], [norm[p] for p in mine], marker="o", label=label)
+    fig, ax = plt.subplots(figsize=(8, 5.4), layout="constrained")
+    methods = list(dict.fromkeys(p.cell.method for p in points))
+    variants = list(dict.fromkeys((p.cell.chip, p.cell.mode) for p in points))
+    for chip, mode in variants:
+        for k, method in enumerate(methods):
+            mine = sorted((p for p in points if (p.cell.chip, p.cell.mode, p.cell.method)
+                           == (chip, mode, method)), key=lambda p: p.cell.value)
+            label = method + (f", {chip}" if len(figure.chips) > 1 else "") + \
+                (f", {mode}" if len(figure.modes) > 1 else "")
+            ax.plot([p.cell.value for p in mine], [norm[p] for p in mine], label=label,
+                    color=f"C{k}", marker=MARKERS[k % len(MARKERS)],
+                    markersize=max(3, 9 - 2 * k), markerfacecolor="none",  # coinciding show
+                    linestyle=LINESTYLES[variants.index((chip, mode)) % len(LINESTYLES)])
+    values = sorted({p.cell.value for p in points})
     ax.set_xscale("log", base=2)
-    ax.set_xlabel(f"{figure.axis} scale (1 = the preset chip)")
+    ax.set_xticks(values, [f"{v:g}x" for v in values])
+    ax.minorticks_off()
+    ax.set_xlabel(f"{AXIS_NAMES.get(figure.axis, figure.axis)}, relative to the preset chip")
     ref = points[0].cell
-    ax.set_ylabel(f"throughput ({ref.method}, {ref.chip}, x1 = 1)")
-    ax.set_title(figure.title)
+    ax.set_ylabel(f"throughput relative to {ref.method}\non {ref.chip} at 1x")
+    layers = "whole model" if ref.layers is None else f"first {ref.layers} layers"
+    ax.set_title(f"{figure.title}\n{ref.model} {ref.mode}, batch {ref.batch}, KV {ref.kv_len}, "
+                 f"{layers}\nplanned under {ref.timing}, simulated with full contention",
+                 fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", fontsize=9, ncols=min(3, len(methods)),
+               frameon=False)
     write_atomic(path, lambda f: fig.savefig(f, format="png"), mode="wb")
     plt.close(fig)
