@@ -2,22 +2,23 @@
 
 python benchmarks/bench_plan_storage.py [--reproduce DIR] [--methods basic]
 
-A kept plan embeds its instance, so its size is the instance's, nearly whatever the method: this
-measures the gzipped plan (`elk_opt.studies.plans.packed`, what studies write) of every whole
-model of the grid under every cost model and setting at one batch and KV length (b32 KV2048),
-and, for Llama2-13B, at every batch and KV length of the grid to see how much those move it;
-with `--methods` it measures several methods' plans of one instance (the program and claims
-differ). With `--reproduce DIR` it also sums the plans a finished `reproduce` folder kept.
-Prints per-plan JSON and gzip sizes, time to pack, and the grid's total estimated from them:
-per (model, cost model, setting) the measured size x 6 configurations x the plan methods, plus
-the one- and two-layer exact slices (6 plans each).
+A kept plan embeds its instance, so its size is the instance's, nearly whatever the method
+(`--methods` measures several methods' plans of one instance to show it). Measured, with
+Basic's plan, packed as studies pack them (`elk_opt.studies.plans.packed`):
+- every whole model under every cost model and setting at batch 32, KV 2048;
+- every whole model under every cost model and every batch and KV length of the grid, under
+  `shared-bsp` (batch and KV move the size most: plans that differ per layer gzip worse);
+- the one- and two-layer exact slices at batch 32, KV 2048.
+The grid's total: per (model, cost model, configuration) the measured `shared-bsp` size,
+times the sum over settings of that setting's size relative to `shared-bsp` at b32 KV2048,
+times the plan methods; plus the slices x 6 plans (5 heuristics and cpsat) x 6 configurations.
+With `--reproduce DIR` it also sums the plans a finished `reproduce` folder kept.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 
@@ -51,26 +52,33 @@ def main() -> int:
     ap.add_argument("--reproduce", type=Path, default=None)
     ap.add_argument("--methods", default="basic")
     args = ap.parse_args()
-    configs = len(paper.BATCHES) * len(paper.KV_LENS)
+    configs = [(b, kv) for b in paper.BATCHES for kv in paper.KV_LENS]
     total = 0.0
-    print(f"{'model':<12} {'cost':<10} {'setting':<13} {'ops':>5} {'JSON B':>11} {'gzip B':>9} "
-          f"{'ratio':>6} {'pack s':>7}")
+    print(f"{'model':<12} {'cost':<10} {'setting':<13} {'config':<12} {'ops':>5} {'JSON B':>11} "
+          f"{'gzip B':>9} {'ratio':>6} {'pack s':>7}")
+
+    def measured(model: str, cost: str, setting: str, batch: int, kv: int) -> int:
+        raw, gz, seconds, ops = _sizes(model, cost, setting, batch, kv, None)
+        print(f"{model:<12} {cost:<10} {setting:<13} {f'b{batch} KV{kv}':<12} {ops:>5} "
+              f"{raw:>11,} {gz:>9,} {raw / gz:>5.0f}x {seconds:>7.3f}", flush=True)
+        return gz
+
     for model in paper.MODELS:
         for cost in COST_MODELS:
-            for setting in SETTINGS:
-                raw, gz, seconds, ops = _sizes(model, cost, setting, 32, 2048, None)
-                print(f"{model:<12} {cost:<10} {setting:<13} {ops:>5} {raw:>11,} {gz:>9,} "
-                      f"{raw / gz:>5.0f}x {seconds:>7.3f}", flush=True)
-                slices = sum(_sizes(model, cost, setting, 32, 2048, n)[1] for n in (1, 2))
-                total += gz * configs * len(PLAN_METHODS) + slices * configs * SLICE_PLANS
-    print(f"\nfull grid, estimated: {total / 1e6:,.1f} MB of gzipped plans "
-          f"({len(paper.MODELS)} models x {configs} configs x {len(COST_MODELS)} cost models x "
-          f"{len(SETTINGS)} settings x {len(PLAN_METHODS)} plan methods, plus 1- and 2-layer "
-          f"slices x {SLICE_PLANS} plans)")
-    spread = [_sizes("llama2-13b", "analytic", "shared-bsp", b, kv, None)[1]
-              for b in paper.BATCHES for kv in paper.KV_LENS]
-    print(f"llama2-13b analytic shared-bsp over the {configs} batch x KV configs: gzip "
-          f"{min(spread):,}..{max(spread):,} B, median {statistics.median(spread):,.0f} B")
+            at_b32 = {s: measured(model, cost, s, 32, 2048) for s in SETTINGS}
+            settings_factor = sum(at_b32[s] / at_b32["shared-bsp"] for s in SETTINGS)
+            bsp = [at_b32["shared-bsp"] if (b, kv) == (32, 2048)
+                   else measured(model, cost, "shared-bsp", b, kv) for b, kv in configs]
+            slices = sum(_sizes(model, cost, s, 32, 2048, n)[1] for s in SETTINGS
+                         for n in (1, 2))
+            total += sum(bsp) * settings_factor * len(PLAN_METHODS)
+            total += slices * len(configs) * SLICE_PLANS
+    plans = len(paper.MODELS) * len(COST_MODELS) * len(SETTINGS) * len(configs) * (
+        len(PLAN_METHODS) + 2 * SLICE_PLANS)
+    print(f"\nfull grid, estimated: {total / 1e6:,.1f} MB of gzipped plans, {plans:,} plans "
+          f"({len(paper.MODELS)} models x {len(configs)} configs x {len(COST_MODELS)} cost "
+          f"models x {len(SETTINGS)} settings x ({len(PLAN_METHODS)} whole-model plans + 1- "
+          f"and 2-layer slices x {SLICE_PLANS} plans))")
     for method in args.methods.split(","):
         raw, gz, seconds, _ops = _sizes("llama2-13b", "analytic", "shared-bsp", 32, 2048, None,
                                         method)

@@ -136,10 +136,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERRUPTED
 
 
-DESCRIPTION = ("Check elk-plan/1 files (plain or gzipped) against the rules of DESIGN.md "
-               "section 4. A folder checks every *.plan.json and *.plan.json.gz under it and "
-               "prints one line per plan that fails, then a summary. Exit 0 all valid, 1 rules "
-               "broken, 2 unreadable (2 wins over 1: any unreadable file gives 2).")
+DESCRIPTION = ("Check elk-plan/1 files (plain or gzipped) against the rules a plan must obey "
+               "(R1-R6: every op loaded and run once, dependencies, load before run, chosen "
+               "plans exist, SRAM fits, claims true). A folder checks every *.plan.json and "
+               "*.plan.json.gz under it and prints one line per plan that fails, then a "
+               "summary. Exit 0 all valid, 1 rules broken, 2 unreadable (2 wins over 1: any "
+               "unreadable file gives 2).")
 
 
 def _run(paths: list[str], as_json: bool) -> int:
