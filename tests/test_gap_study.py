@@ -114,6 +114,8 @@ def test_every_plan_is_kept_gzipped_and_verify_dir_checks_them(study, capsys):
         assert c["plan"].startswith("plans/") and c["plan"].endswith(".plan.json.gz"), c
         plan = load_plan(out / c["plan"])
         assert plan.claims.makespan_ns == c["makespan_ns"] and plan.timing == c["timing"]
+    named = [row["plan"] for row in csv.DictReader((out / "gap.csv").open())]
+    assert sorted(named) == sorted(c["plan"] for c in cells)
     capsys.readouterr()
     assert main(["verify", str(out)]) == 0
     assert f"{len(cells)} plans: {len(cells)} valid, 0 broken, 0 unreadable" in \

@@ -130,6 +130,10 @@ def test_verify_dir_checks_every_kept_plan_and_names_a_tampered_one(quick, tmp_p
     for c in kept:
         assert c.plan.endswith(".plan.json.gz")
         assert load_plan(out / c.plan).claims.makespan_ns == c.makespan_ns
+    named = [r["plan"] for name in ("fig17.csv", "exact.csv") for r in rows(out / name)
+             if r.get("source", "ours") == "ours" and r["method"] != "ideal"]
+    assert named and set(named) == {c.plan for c in kept}  # the CSVs name every kept plan
+    assert "re-checks them all" in (out / "reproduction.md").read_text()
     capsys.readouterr()
     assert main(["verify", str(out)]) == 0
     assert capsys.readouterr().out.splitlines() == [

@@ -15,7 +15,7 @@ TIMING_NAMES = {"shared-noc": "shared-noc (DESIGN.md section 5b)",
                 "separate-noc": "separate-noc (DESIGN.md section 5)"}
 CSV_FIELDS = ("instance", "ops", "method", "family", "timing", "status", "makespan_ns",
               "lower_bound_ns", "reference_ns", "reference_kind", "gap", "sim_ns",
-              "sim_contention_ns", "solve_s", "time_limit_s", "verified", "error")
+              "sim_contention_ns", "solve_s", "time_limit_s", "verified", "error", "plan")
 
 
 
@@ -73,6 +73,9 @@ def summary_markdown(rows: Sequence[Row], problems: Sequence[str]) -> str:
         slow = statistics.median(c.sim_contention_ns / c.makespan_ns for c in sims)
         lines += ["", f"Simulated with contention, plans run {slow:.3f}x their analytic "
                       "makespan (median over all plans)."]
+    kept = sum(r.cell.plan is not None for r in rows)
+    lines += ["", f"Every plan is kept, gzipped, under `plans/` ({kept} files; the `plan` column "
+                  "of gap.csv names each): `verify` on this folder re-checks them all."]
     lines += ["", "## Checks", ""]
     lines += [f"- PROBLEM: {p}" for p in problems] or ["- every plan verifies; no plan beats "
                                                        "a proven optimum; exact methods agree."]

@@ -21,14 +21,14 @@ from elk_opt.studies.reproduce import IDEAL, SETTINGS, Cell
 FIG17_FIELDS = ("source", "model", "batch", "kv_len", "layers", "cost_model", "setting",
                 "timing", "noc_occupancy", "method", "status", "time_ns", "makespan_ns",
                 "lower_bound_ns", "speedup_over_basic", "speedup_over_static",
-                "fraction_of_ideal", "verified", "sim_ns", "full_ns", "solve_s", "error")
+                "fraction_of_ideal", "verified", "sim_ns", "full_ns", "solve_s", "error", "plan")
 FIG18_FIELDS = ("source", "model", "batch", "kv_len", "layers", "cost_model", "setting",
                 "method", "status", "time_ns", "overlapped_ns", "exec_only_ns",
                 "preload_only_ns", "stall_ns", "hbm_util", "noc_util", "tflops", "full_ns",
                 "full_hbm_util", "full_noc_util", "full_tflops")
 EXACT_FIELDS = ("model", "batch", "kv_len", "layers", "cost_model", "setting", "method",
                 "status", "makespan_ns", "lower_bound_ns", "model_timing", "reference_ns",
-                "reference_kind", "gap", "verified", "solve_s", "error")
+                "reference_kind", "gap", "verified", "solve_s", "error", "plan")
 OURS = "ours"
 
 
@@ -294,6 +294,10 @@ def markdown(figure: Sequence[Cell], exact: Sequence[Cell]) -> str:
              "from the simulator's exact replay of each plan under its own timing (sharing "
              "`none` for separate-noc, `port` for shared-noc); the full-contention replay is "
              "given for reference.", "",
+             f"Every plan behind these numbers is kept, gzipped, under `plans/` "
+             f"({sum(c.plan is not None for c in (*figure, *exact))} files; the `plan` column "
+             "of fig17.csv and exact.csv names each): `verify` on this folder re-checks them "
+             "all.", "",
              "## Figure 17: Elk-Full's speedups, averaged over the grid", "",
              "| source | configs | Elk-Full / Basic | Elk-Full / Static | Elk-Full % of Ideal |",
              "| --- | ---: | ---: | ---: | ---: |"]
