@@ -42,6 +42,8 @@ def plot_timeline(result: SimResult, chip: Chip, path: str | Path, *, method: st
     """Write the figure. `method`, `name`: the plan's method and instance, for the title;
     `layers`: each op's layer (the instance's), to aggregate a large plan by layer."""
     zoom = len(result.ops) > AGGREGATE_OPS
+    if layers is not None and all(x is None for x in layers):
+        layers = None  # no layer known (an ONNX graph without layer names): windows of ops
     rows = [0.55, 2, 1.1, 1.3] if zoom else [2, 1.2, 1.4]
     fig, axes = plt.subplots(len(rows), 1, figsize=(13, 8.6 if zoom else 7.5),
                              gridspec_kw={"height_ratios": rows})
@@ -50,7 +52,7 @@ def plot_timeline(result: SimResult, chip: Chip, path: str | Path, *, method: st
         first, last = _window(result.ops, layers)
         start = min(o.exec_start_ns for o in result.ops[first:last])
         end = max(o.exec_end_ns for o in result.ops[first:last])
-        _overview(axes[0], result, layers, (start, end), what=_what(layers, first))
+        _overview(axes[0], result, layers, (start, end), what=_what(layers, first, last))
     gantt, sram, bw = axes[-3:]
     _gantt(gantt, result, (start, end))
     _sram(sram, result, chip)
@@ -87,7 +89,7 @@ def _title(r: SimResult, method: str | None, name: str | None) -> str:
 
 def _window(ops: Sequence[OpTimes], layers: Sequence[int | None] | None) -> tuple[int, int]:
     """The ops [first, last) of the detail: the middle layer, else WINDOW_OPS in the middle."""
-    if layers and any(x is not None for x in layers):
+    if layers:
         named = sorted({x for x in layers if x is not None})
         middle = named[len(named) // 2]
         members = [i for i, x in enumerate(layers) if x == middle]
@@ -96,8 +98,8 @@ def _window(ops: Sequence[OpTimes], layers: Sequence[int | None] | None) -> tupl
     return max(0, mid - WINDOW_OPS // 2), min(len(ops), mid + WINDOW_OPS // 2)
 
 
-def _what(layers: Sequence[int | None] | None, first: int) -> str:
-    return f"layer {layers[first]}" if layers and layers[first] is not None else "ops"
+def _what(layers: Sequence[int | None] | None, first: int, last: int) -> str:
+    return f"layer {layers[first]}" if layers else f"ops {first}-{last - 1}"
 
 
 def _overview(ax: Axes, r: SimResult, layers: Sequence[int | None] | None,
