@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 
 import elk_opt
 from elk_opt.simulator import simulate
-from elk_opt.simulator.plot import AGGREGATE_OPS, _title, _window, plot_timeline
+from elk_opt.simulator.plot import AGGREGATE_OPS, WINDOW_OPS, _title, _window, plot_timeline
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.reproduce import Cell
 from elk_opt.studies.reproduce_plots import _fig17, _fig18
@@ -44,6 +44,8 @@ def test_a_large_plan_is_shown_by_layer_with_one_layer_zoomed(tmp_path):
     plot_timeline(simulate(plan), instance.chip, path, method="basic", name=instance.name,
                   layers=layers)
     assert path.read_bytes()[:8] == PNG
+    first, last = _window(simulate(plan).ops, None)  # no layers known: the middle ops
+    assert last - first == WINDOW_OPS and first <= len(layers) // 2 < last
 
 
 def _cells() -> list[Cell]:
