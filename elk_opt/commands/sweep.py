@@ -22,7 +22,7 @@ from elk_opt.interrupts import Terminated
 from elk_opt.io import ensure_dir, write_atomic
 from elk_opt.progress import report_progress
 from elk_opt.studies.executors import EXECUTORS, run_all
-from elk_opt.studies.plans import PLANS_DIR, keep
+from elk_opt.studies.plans import PLANS_DIR, Outcome, keep
 from elk_opt.studies.sweep import (
     AXES,
     FIGURES,
@@ -98,9 +98,11 @@ def run(args: argparse.Namespace) -> int:
     for stem, figure in figures.items():
         cells = sweep_cells(args.model, figure, methods, batch=args.batch, kv_len=args.kv_len,
                             layers=args.layers, timing=args.timing)
-        points = _run(stem, cells, args, out)
+        outcomes = _run(stem, cells, args)
         order = {c: k for k, c in enumerate(cells)}
-        points.sort(key=lambda p: order[p.cell])
+        outcomes.sort(key=lambda o: order[o.cell.cell])
+        points = [replace(o.cell, plan=keep(out, o.cell.cell.name, o.plan, f"{PLANS_DIR}/{stem}"))
+                  for o in outcomes]  # kept with the figure: an interrupted sweep writes nothing
         norm = normalised(points)
         write_csv(points, norm, out / f"{stem}.csv")
         plot(points, norm, figure, out / f"{stem}.png")
@@ -114,18 +116,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace,
-         out: Path) -> list[SweepPoint]:
-    """Every point of a figure; each plan is kept under `out/plans/<stem>/` as it comes."""
-    points: list[SweepPoint] = []
+def _run(stem: str, cells: Sequence[SweepCell],
+         args: argparse.Namespace) -> list[Outcome[SweepPoint]]:
+    """Every point of a figure, each with its plan packed."""
+    points: list[Outcome[SweepPoint]] = []
     try:
         with report_progress(len(cells), stem, unit="point", enabled=not args.quiet) as shown, \
                 run_all(run_sweep_cell, cells, args.executor, args.workers,
                         args.address) as results:
-            for cell, outcome in results:
-                point = replace(outcome.cell, plan=keep(out, cell.name, outcome.plan,
-                                                        f"{PLANS_DIR}/{stem}"))
-                points.append(point)
+            for _cell, outcome in results:
+                point = outcome.cell
+                points.append(outcome)
                 shown.advance(note=f"[{stem} {len(points)}/{len(cells)}] {point.cell.chip} "
                                    f"{point.cell.mode} {point.cell.axis}x{point.cell.value:g} "
                                    f"{point.cell.method}: {point.simulated_ns:,} ns simulated"
