@@ -16,7 +16,7 @@ from elk_opt.evaluate import evaluate_plan
 from elk_opt.interrupts import sigint_restored
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import METHODS, solve
-from elk_opt.problem import Instance
+from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from verify import check
 
@@ -24,6 +24,12 @@ from verify import check
 def compare(instance: Instance, methods: list[str], options: SolveOptions,
             progress: bool = False) -> list[dict[str, Any]]:
     """One row per method (plus the Ideal row first), as plain data."""
+    return compare_plans(instance, methods, options, progress)[0]
+
+
+def compare_plans(instance: Instance, methods: list[str], options: SolveOptions,
+                  progress: bool = False) -> tuple[list[dict[str, Any]], dict[str, Plan]]:
+    """The rows of `compare`, and the plan behind each method's row (for `compare -o`)."""
     for m in methods:  # before anything runs: a bad name late in the list wastes no solving
         if m not in METHODS:
             raise UsageError(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
@@ -33,12 +39,14 @@ def compare(instance: Instance, methods: list[str], options: SolveOptions,
     bound = ideal_bound(instance)
     rows = [{"method": "ideal", "makespan_ns": bound, "valid": None, "wall_s":
              round(time.perf_counter() - started, 3), "bound": True}]
+    plans: dict[str, Plan] = {}
     for m in methods:
         if progress:
             print(f"  {m}...", file=sys.stderr, flush=True)
         with sigint_restored():
             plan = solve(instance, m, options)
         assert plan.claims is not None
+        plans[m] = plan
         report = check(plan_to_dict(plan))
         schedule = evaluate_plan(plan)
         counts = schedule.preload_count
@@ -52,4 +60,4 @@ def compare(instance: Instance, methods: list[str], options: SolveOptions,
     for r in rows:
         r["vs_best"] = round(r["makespan_ns"] / best, 4) if best else None
         r["ideal_fraction"] = round(bound / r["makespan_ns"], 4) if r["makespan_ns"] else 1.0
-    return rows
+    return rows, plans

@@ -5,6 +5,7 @@ and the offending value, e.g. `i.json: ops[12].exec_plans[3].space_bytes: must b
 non-negative integer, got -5`. What is readable is one definition shared with `verify`, which
 implements it separately (docs/contract.md): a plan loads when `verify` finds it readable and
 its program can be timed. Numbers stay where float64 is exact (MAX_INT, TIME_LIMIT_NS).
+A gzipped file (`*.json.gz`, as studies keep their plans) reads as the JSON inside it.
 Saving is atomic: a temporary file is renamed into place.
 """
 
@@ -12,10 +13,13 @@ from __future__ import annotations
 
 import contextlib
 import glob
+import gzip
+import io
 import json
 import os
 import re
 import tempfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -476,21 +480,48 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- files
 
 def read_json(path: str | Path) -> Any:
-    """Parse a JSON file; any failure becomes an InputError naming the file."""
+    """Parse a JSON file, plain or gzipped (told by its first bytes, not its name); any failure
+    becomes an InputError naming the file."""
+    data = b""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
+        if data[:2] == GZIP_MAGIC:
+            data = gunzip(data)
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise InputError(f"{path}: is a directory") from None
     except PermissionError:
         raise InputError(f"{path}: permission denied") from None
-    except OSError as e:
-        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    except GzipTooLarge:
+        raise InputError(f"{path}: gzip data decompresses to more than "
+                         f"{MAX_GUNZIPPED_BYTES:,} B") from None
+    except (OSError, EOFError, zlib.error) as e:  # gzip's errors are OSError and EOFError
+        if data[:2] == GZIP_MAGIC:
+            raise InputError(f"{path}: not a readable gzip file ({e})") from None
+        raise InputError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
     except UnicodeDecodeError as e:
         raise InputError(f"{path}: not UTF-8 text ({e.reason} at byte {e.start})") from None
     return parse_json(text, str(path))
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_GUNZIPPED_BYTES = 2**30  # a 100,000-op plan is far smaller; a gzip bomb is refused
+
+
+class GzipTooLarge(Exception):
+    """The data inflates past MAX_GUNZIPPED_BYTES."""
+
+
+def gunzip(data: bytes) -> bytes:
+    """Every member of a gzip stream, refusing to inflate past MAX_GUNZIPPED_BYTES."""
+    with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+        out = f.read(MAX_GUNZIPPED_BYTES + 1)
+    if len(out) > MAX_GUNZIPPED_BYTES:
+        raise GzipTooLarge
+    return out
 
 
 class _NotJson(Exception):

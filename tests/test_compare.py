@@ -8,7 +8,7 @@ import pytest
 
 from elk_opt.cli import main
 from elk_opt.frontend.synthetic import synthetic_instance
-from elk_opt.io import save_instance
+from elk_opt.io import load_plan, save_instance
 from elk_opt.methods import heuristics
 
 
@@ -38,6 +38,20 @@ def test_compare_defaults_to_shared_noc(tmp_path):
     out = tmp_path / "rows.json"
     main(["compare", str(path), "--methods", "basic", "--json", str(out)])
     assert json.loads(out.read_text())["timing"] == "shared-noc"
+
+
+def test_compare_keeps_every_plan_with_o(tmp_path, capsys):
+    path = tmp_path / "instance.json"
+    save_instance(path, synthetic_instance(ops=12, plans=2, seed=0))
+    out = tmp_path / "kept"
+    assert main(["compare", str(path), "--methods", "basic,elk-full", "-o", str(out)]) == 0
+    rows = json.loads((out / "compare.json").read_text())["rows"]
+    assert [r.get("plan") for r in rows] == [None, "basic.plan.json.gz", "elk-full.plan.json.gz"]
+    for r in rows[1:]:
+        assert load_plan(out / r["plan"]).claims.makespan_ns == r["makespan_ns"]
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 0
+    assert "2 plans: 2 valid" in capsys.readouterr().out
 
 
 def test_compare_bad_methods_exit_2(tmp_path, capsys):

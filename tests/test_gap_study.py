@@ -2,15 +2,19 @@
 executors that agree."""
 
 import csv
+import gzip
 import json
 from dataclasses import asdict, replace
 
 import pytest
 
+from elk_opt.cli import main
 from elk_opt.errors import InputError, UsageError
+from elk_opt.io import load_plan
 from elk_opt.methods import METHODS
 from elk_opt.studies.executors import run_all
 from elk_opt.studies.gap import CellTask, run_cell, run_study
+from elk_opt.studies.plans import keep
 from elk_opt.studies.report import write_report
 from elk_opt.studies.suites import BUILTIN_SUITES, load_suite, parse_suite
 
@@ -103,6 +107,30 @@ def test_an_interrupted_study_resumes_only_missing_cells(study, capsys):
     assert err.count(" basic: ") == 1 and victim.exists()
 
 
+def test_every_plan_is_kept_gzipped_and_verify_dir_checks_them(study, capsys):
+    _specs, out = study
+    cells = [json.loads(p.read_text()) for p in sorted((out / "cells").glob("*.json"))]
+    for c in cells:
+        assert c["plan"].startswith("plans/") and c["plan"].endswith(".plan.json.gz"), c
+        plan = load_plan(out / c["plan"])
+        assert plan.claims.makespan_ns == c["makespan_ns"] and plan.timing == c["timing"]
+    named = [row["plan"] for row in csv.DictReader((out / "gap.csv").open())]
+    assert sorted(named) == sorted(c["plan"] for c in cells)
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 0
+    assert f"{len(cells)} plans: {len(cells)} valid, 0 broken, 0 unreadable" in \
+        capsys.readouterr().out
+
+
+def test_a_cell_whose_plan_is_gone_runs_again(study, capsys):
+    specs, out = study
+    victim = next((out / "plans").glob("*__static.plan.json.gz"))
+    victim.unlink()
+    run_study(specs, methods(), out, time_limit_s=20, timing="shared-noc", executor="serial",
+              progress=True)
+    assert capsys.readouterr().err.count(" static: ") == 1 and victim.exists()
+
+
 def test_other_settings_in_the_same_folder_are_refused(study):
     specs, out = study
     with pytest.raises(UsageError, match="other methods"):
@@ -116,7 +144,7 @@ def test_other_settings_in_the_same_folder_are_refused(study):
 def test_cells_of_another_timing_are_never_reused(tmp_path):
     specs = parse_suite(SUITE, "suite")[:1]
     (tmp_path / "cells").mkdir(parents=True)
-    stale = run_cell(CellTask(specs[0], "basic", 5.0, 1, "separate-noc"))
+    stale = run_cell(CellTask(specs[0], "basic", 5.0, 1, "separate-noc")).cell
     name = f"{specs[0].key}__basic.json"
     (tmp_path / "cells" / name).write_text(json.dumps(asdict(stale)))
     [cell] = run_study(specs, ["basic"], tmp_path, time_limit_s=5, timing="shared-noc",
@@ -133,8 +161,9 @@ def test_a_longer_limit_retries_cells_that_ran_out_of_time(tmp_path, capsys):
     key = specs[0].key
     cells_dir = tmp_path / "cells"
     cells_dir.mkdir()
-    heuristic = run_cell(CellTask(specs[0], "basic", 1.0, 1, "shared-noc"))
-    timed_out = replace(run_cell(CellTask(specs[0], "cpsat", 1.0, 1, "shared-noc")),
+    done = run_cell(CellTask(specs[0], "basic", 1.0, 1, "shared-noc"))
+    heuristic = replace(done.cell, plan=keep(tmp_path, f"{key}__basic", done.plan))
+    timed_out = replace(run_cell(CellTask(specs[0], "cpsat", 1.0, 1, "shared-noc")).cell,
                         status="error", makespan_ns=None, error="cpsat found no plan in 1 s")
     for cell in (heuristic, timed_out):
         (cells_dir / f"{key}__{cell.method}.json").write_text(json.dumps(asdict(cell)))
@@ -160,8 +189,9 @@ def test_a_broken_cell_file_is_named(tmp_path):
 
 def test_an_instance_that_cannot_be_built_is_an_error_cell(tmp_path):
     [spec] = parse_suite('[[instance]]\nsource = "file"\npath = "missing.json"\n', "s")
-    cell = run_cell(CellTask(spec, "basic", 5.0, 1, "shared-noc"))
-    assert cell.status == "error" and "no such file" in cell.error
+    outcome = run_cell(CellTask(spec, "basic", 5.0, 1, "shared-noc"))
+    assert outcome.cell.status == "error" and "no such file" in outcome.cell.error
+    assert outcome.plan is None
 
 
 def test_suite_errors_name_the_field():
@@ -207,11 +237,17 @@ def test_the_small_noc_suite_crosses_the_small_suite_with_both_occupancies():
     assert stripped == small
 
 
-def test_dask_cluster_gives_the_local_results():
+@pytest.mark.parametrize("cluster", ["dask", "ray"])
+def test_a_local_cluster_gives_the_serial_results(cluster):
     specs = parse_suite(SUITE, "suite")
     tasks = [CellTask(s, "basic", 5.0, 1, "shared-noc") for s in specs]
     with run_all(run_cell, tasks, "serial") as results:
-        serial = {t.spec.key: replace(c, solve_s=0) for t, c in results}
-    with run_all(run_cell, tasks, "dask", workers=2) as results:
-        on_dask = {t.spec.key: replace(c, solve_s=0) for t, c in results}
-    assert on_dask == serial
+        serial = {t.spec.key: (replace(o.cell, solve_s=0), _program(o.plan)) for t, o in results}
+    with run_all(run_cell, tasks, cluster, workers=2) as results:
+        remote = {t.spec.key: (replace(o.cell, solve_s=0), _program(o.plan)) for t, o in results}
+    assert remote == serial
+
+
+def _program(packed_plan: bytes) -> tuple:
+    plan = json.loads(gzip.decompress(packed_plan))
+    return plan["program"], plan["choice"]

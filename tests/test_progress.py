@@ -25,6 +25,8 @@ import elk_opt
 from elk_opt import progress
 from elk_opt.cli import main
 from elk_opt.progress import report_progress, say, track
+from elk_opt.studies import eta as eta_module
+from elk_opt.studies.eta import Eta, parallel
 
 SUITE = """
 [[instance]]
@@ -93,6 +95,60 @@ def test_notes_are_each_a_line_and_a_resumed_eta_counts_only_new_steps(clock):
         "[3/4] a basic: 10 ns [00:30 elapsed, ETA 00:30]",
         "[4/4] a cpsat: 9 ns [01:00 elapsed]",
     ]
+
+
+def test_a_callers_eta_replaces_the_mean_time_per_step(clock):
+    out = io.StringIO()
+    left = [None, 42.0]
+    with report_progress(3, "reproduce", unit="cell", stream=out, interval_s=3600,
+                         eta=lambda: left.pop(0)) as shown:
+        clock[0] += 1
+        shown.advance(note="[1/3] basic")
+        clock[0] += 1
+        shown.advance(note="[2/3] static")
+        shown.advance(note="[3/3] cpsat")
+    assert out.getvalue().splitlines() == ["[1/3] basic [00:01 elapsed, ETA ?]",
+                                           "[2/3] static [00:02 elapsed, ETA 00:42]",
+                                           "[3/3] cpsat [00:02 elapsed]"]
+    term = Terminal()
+    with report_progress(2, "gap", unit="cell", stream=term, eta=lambda: 75.0) as shown:
+        shown.advance(status="best 9 ns")
+    assert "1/2 [00:00<01:15, best 9 ns]" in term.getvalue()
+
+
+def test_an_exact_cell_left_counts_its_whole_time_limit(clock, monkeypatch):
+    monkeypatch.setattr(eta_module.time, "monotonic", lambda: clock[0])
+    eta = Eta({"a basic": None, "a static": None, "a cpsat": 11.0, "b cpsat": 11.0}, 2)
+    assert eta() is None  # nothing done yet says how long a heuristic takes
+    clock[0] += 0.5
+    eta.done("a basic", 0.2)
+    assert eta() == pytest.approx((11 + 11 + 1.0) / 2)  # 2 workers x 0.5 s per heuristic
+    eta.done("a static", 0.2)
+    eta.done("a cpsat", 3.0)
+    assert eta() == pytest.approx(11 / 2)
+    eta.done("b cpsat", 11.0)
+    assert eta() == 0
+    assert parallel("serial", 4, 10) == 1 and parallel("local", 4, 3) == 3
+
+
+def test_ticking_shows_elapsed_time_against_the_limit():
+    out = io.StringIO()
+    with progress.ticking("  cpsat", 60, stream=out, interval_s=0.01):
+        deadline = time.monotonic() + 30
+        while "of at most" not in out.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.01)  # the call being shown: runs until the drawing thread ticked
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "  cpsat: running, time limit 60 s"
+    assert re.fullmatch(r"  cpsat: \d+ s of at most 60 s", lines[1])
+    assert re.fullmatch(r"  cpsat: done in \d+\.\d s \(time limit 60 s\)", lines[-1])
+    term = Terminal()
+    with progress.ticking("  cpsat", 60, stream=term):
+        pass
+    assert "of at most 60 s" in term.getvalue() and not tqdm._instances
+    quiet = io.StringIO()
+    with progress.ticking("  cpsat", 60, stream=quiet, enabled=False):
+        pass
+    assert quiet.getvalue() == ""
 
 
 def test_a_terminal_gets_a_tqdm_bar_with_counts_and_notes_above_it():

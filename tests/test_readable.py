@@ -12,6 +12,7 @@ Every file in the corpus below has one expected verdict, and both tools must giv
 from __future__ import annotations
 
 import copy
+import gzip
 import json
 from collections.abc import Callable
 from typing import Any
@@ -395,11 +396,17 @@ def test_the_corpus_names_are_unique_and_the_base_is_valid():
     assert check(copy.deepcopy(BASE)).valid
 
 
+@pytest.mark.parametrize("gzipped", [False, True], ids=["plain", "gzip"])
 @pytest.mark.parametrize("name, edit, verdict, field, code", CORPUS,
                          ids=[c[0] for c in CORPUS])
-def test_loader_and_verify_agree(tmp_path, name, edit, verdict, field, code):
-    path = tmp_path / "plan.json"
-    path.write_text(corpus_text(edit))
+def test_loader_and_verify_agree(tmp_path, name, edit, verdict, field, code, gzipped):
+    """Also gzipped (as studies keep plans): the same verdict on the text inside."""
+    path = tmp_path / ("plan.json.gz" if gzipped else "plan.json")
+    text = corpus_text(edit)
+    if gzipped:
+        path.write_bytes(gzip.compress(text.encode("utf-8")))
+    else:
+        path.write_text(text)
     got, report, text = verify_file(str(path))
     assert got == code, text
     try:

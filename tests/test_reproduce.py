@@ -1,8 +1,10 @@
 """`elk-opt reproduce`: the quick grid end to end, resumable, honest about what it could not run."""
 
 import csv
+import gzip
 import json
 import math
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -10,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elk_opt.cli import main
+from elk_opt.io import load_plan
 from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.reproduce import (
@@ -117,6 +120,34 @@ def test_rerunning_changes_nothing(quick, capsys):
     after = {p.relative_to(out): p.read_bytes() for p in out.rglob("*")
              if p.is_file() and p.suffix != ".png"}
     assert after == before
+
+
+def test_verify_dir_checks_every_kept_plan_and_names_a_tampered_one(quick, tmp_path, capsys):
+    _rc, out = quick
+    done = cells(out)
+    kept = [c for c in done if c.method != "ideal"]
+    assert all(c.plan is None for c in done if c.method == "ideal")  # a bound, not a plan
+    for c in kept:
+        assert c.plan.endswith(".plan.json.gz")
+        assert load_plan(out / c.plan).claims.makespan_ns == c.makespan_ns
+    named = [r["plan"] for name in ("fig17.csv", "exact.csv") for r in rows(out / name)
+             if r.get("source", "ours") == "ours" and r["method"] != "ideal"]
+    assert named and set(named) == {c.plan for c in kept}  # the CSVs name every kept plan
+    assert "re-checks them all" in (out / "reproduction.md").read_text()
+    capsys.readouterr()
+    assert main(["verify", str(out)]) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        f"{out}: {len(kept)} plans: {len(kept)} valid, 0 broken, 0 unreadable"]
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    victim = copy / kept[0].plan
+    doc = json.loads(gzip.decompress(victim.read_bytes()))
+    doc["claims"]["makespan_ns"] -= 1
+    victim.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    assert main(["verify", str(copy)]) == 1
+    failed, summary = capsys.readouterr().out.splitlines()
+    assert failed.startswith(f"{victim}: INVALID: R6 claims")
+    assert summary.endswith(f"{len(kept)} plans: {len(kept) - 1} valid, 1 broken, 0 unreadable")
 
 
 def test_the_papers_figures_appear_beside_ours(quick):

@@ -1,6 +1,7 @@
 """Design-space sweeps: chip variation, timings, and a Dask cluster that reproduces local
 results."""
 
+import csv
 from dataclasses import replace
 
 import pytest
@@ -8,6 +9,7 @@ import pytest
 from elk_opt.cli import main
 from elk_opt.errors import UsageError
 from elk_opt.frontend.chips import load_chip
+from elk_opt.io import load_plan
 from elk_opt.studies.executors import run_all
 from elk_opt.studies.sweep import Figure, run_sweep_cell, sweep_cells, vary
 
@@ -34,7 +36,7 @@ def small_cells(timing="shared-noc"):
 
 def points(cells):
     with run_all(run_sweep_cell, cells, "serial") as results:
-        return sorted((p for _c, p in results), key=lambda p: p.cell.value)
+        return sorted((o.cell for _c, o in results), key=lambda p: p.cell.value)
 
 
 @pytest.mark.parametrize("timing", ["shared-noc", "separate-noc"])
@@ -54,9 +56,9 @@ def test_contention_only_slows_a_plan_against_section_5():
 def test_sweep_on_a_dask_cluster_equals_the_local_run():
     cells = small_cells()
     with run_all(run_sweep_cell, cells, "local", 2) as results:
-        local = {c: replace(p, solve_s=0) for c, p in results}
+        local = {c: replace(o.cell, solve_s=0) for c, o in results}
     with run_all(run_sweep_cell, cells, "dask", 2) as results:
-        on_dask = {c: replace(p, solve_s=0) for c, p in results}
+        on_dask = {c: replace(o.cell, solve_s=0) for c, o in results}
     assert on_dask == local
 
 
@@ -69,5 +71,11 @@ def test_sweep_command_writes_csv_and_plot(tmp_path, capsys):
     header = rows[0].split(",")
     assert all(r.split(",")[header.index("timing")] == "separate-noc" for r in rows[1:])
     assert (tmp_path / "sweep.png").stat().st_size > 0
+    for row in csv.DictReader((tmp_path / "sweep.csv").open()):  # every plan kept, as scored
+        assert row["plan"].startswith("plans/sweep/") and row["plan"].endswith(".plan.json.gz")
+        assert load_plan(tmp_path / row["plan"]).claims.makespan_ns == int(row["makespan_ns"])
+    capsys.readouterr()
+    assert main(["verify", str(tmp_path)]) == 0
+    assert "2 plans: 2 valid" in capsys.readouterr().out
     assert main(["sweep", "--figure", "99", "-o", str(tmp_path)]) == 2
     assert "no preset" in capsys.readouterr().err

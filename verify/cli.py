@@ -1,5 +1,7 @@
 """Command line of the checker: exit 0 valid, 1 rules broken, 2 unreadable or malformed.
 
+Files may be gzipped; a folder stands for every plan file under it (verify/folder.py).
+
 Like other Unix tools it stops quietly when its reader goes away (`verify --json *.json | head`,
 exit 141 = 128 + SIGPIPE) and exits 130 on an interrupt; it writes no files.
 """
@@ -7,33 +9,64 @@ exit 141 = 128 + SIGPIPE) and exits 130 on an interrupt; it writes no files.
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
 import json
 import os
 import signal
 import sys
+import time
+import zlib
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
 from verify.checker import Report, check
+from verify.folder import failure_line, plan_files, summary_line
 from verify.jsontext import parse
 from verify.reading import Malformed
 
 VALID, BROKEN, UNREADABLE = 0, 1, 2
 PIPE_CLOSED = 128 + signal.SIGPIPE
 INTERRUPTED = 130
+GZIP_MAGIC = b"\x1f\x8b"
+MAX_GUNZIPPED_BYTES = 2**30  # far above a 100,000-op plan
+PROGRESS_INTERVAL_S = 10.0  # a folder of large plans: a count line on stderr at most this often
+DESCRIPTION = ("Check elk-plan/1 files (plain or gzipped) against the rules a plan must obey "
+               "(R1-R6: every op loaded and run once, dependencies, load before run, chosen "
+               "plans exist, SRAM fits, claims true). A folder checks every *.plan.json and "
+               "*.plan.json.gz under it and prints one line per plan that fails, then a "
+               "summary. Exit 0 all valid, 1 rules broken, 2 unreadable (2 wins over 1: any "
+               "unreadable file gives 2).")
 
 
 def read(path: str) -> Any:
-    """The parsed JSON document; raises Malformed with the file's problem."""
+    """The parsed JSON document of a plain or gzipped file (told by its first two bytes);
+    raises Malformed with the file's problem."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        with open(path, "rb") as f:
+            data = f.read()
     except OSError as e:
         raise Malformed(f"cannot read: {e.strerror or e}") from None
+    if data[:2] == GZIP_MAGIC:
+        data = _gunzip(data)
+    try:
+        text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise Malformed(f"not UTF-8 text ({e.reason} at byte {e.start})") from None
     return parse(text)
+
+
+def _gunzip(data: bytes) -> bytes:
+    """A gzip stream's content, at most MAX_GUNZIPPED_BYTES of it (a gzip bomb is refused)."""
+    try:
+        with gzip.GzipFile(fileobj=io.BytesIO(data)) as f:
+            out = f.read(MAX_GUNZIPPED_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as e:
+        raise Malformed(f"not a readable gzip file ({e})") from None
+    if len(out) > MAX_GUNZIPPED_BYTES:
+        raise Malformed(f"gzip data decompresses to more than {MAX_GUNZIPPED_BYTES:,} B")
+    return out
 
 
 def verify_file(path: str) -> tuple[int, dict[str, Any], str]:
@@ -94,9 +127,8 @@ def _as_text(path: str | None, report: Report) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="verify", description="Check elk-plan/1 files against the rules of DESIGN.md "
-                                   "section 4. Exit 0 valid, 1 rules broken, 2 unreadable.")
-    parser.add_argument("plans", nargs="+", metavar="plan.json")
+        prog="verify", description=DESCRIPTION)
+    parser.add_argument("plans", nargs="+", metavar="plan.json|DIR")
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     args = parser.parse_args(argv)
     try:
@@ -114,12 +146,43 @@ def _run(paths: list[str], as_json: bool) -> int:
     worst = VALID
     reports = []
     for path in paths:
-        code, report, text = verify_file(path)
-        worst = max(worst, code)
-        if as_json:
-            reports.append(report)
+        if os.path.isdir(path):
+            code, found = _run_folder(path, as_json)
+            reports += found
         else:
-            print(text, file=sys.stdout if code != UNREADABLE else sys.stderr, flush=True)
+            code, report, text = verify_file(path)
+            if as_json:
+                reports.append(report)
+            else:
+                print(text, file=sys.stdout if code != UNREADABLE else sys.stderr, flush=True)
+        worst = max(worst, code)
     if as_json:
-        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2), flush=True)
+        one_file = len(paths) == 1 and not os.path.isdir(paths[0])
+        print(json.dumps(reports[0] if one_file else reports, indent=2), flush=True)
     return worst
+
+
+def _run_folder(folder: str, as_json: bool) -> tuple[int, list[dict[str, Any]]]:
+    """Check every plan file under `folder`: (worst exit code, their JSON reports). A folder
+    with no plan file is unreadable input (exit 2): nothing was checked."""
+    files = plan_files(folder)
+    if not files:
+        print(f"{folder}: no *.plan.json or *.plan.json.gz files under it", file=sys.stderr)
+        return UNREADABLE, []
+    codes, reports = [], []
+    started = last = time.monotonic()
+    for k, path in enumerate(files, 1):
+        code, report, _text = verify_file(path)
+        codes.append(code)
+        reports.append(report)
+        if code != VALID and not as_json:
+            print(failure_line(report), file=sys.stdout if code != UNREADABLE else sys.stderr,
+                  flush=True)
+        now = time.monotonic()
+        if now - last >= PROGRESS_INTERVAL_S and k < len(files):
+            print(f"verify {folder}: {k}/{len(files)} plans checked, {now - started:.0f} s",
+                  file=sys.stderr, flush=True)
+            last = now
+    if not as_json:
+        print(summary_line(folder, codes), flush=True)
+    return max(codes), reports

@@ -4,6 +4,8 @@ Runs every heuristic (or the `--methods` given, exact ones included), checks eac
 the independent verifier, and prints makespan, ratio to the best plan, the Ideal roofline as a
 fraction of the makespan (elk_opt.bounds.ideal: a valid lower bound, so at most 100%), preload
 counts, peak SRAM and solve time. The Ideal row shows the bound itself: it is not a schedule.
+`-o DIR` keeps every plan, gzipped (`DIR/<method>.plan.json.gz`, re-checked by `verify DIR`),
+with the rows, each naming its plan file, in `DIR/compare.json`.
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from elk_opt.commands.flags import add_timing, output_file, positive_float
-from elk_opt.comparison import compare
+from elk_opt.commands.flags import add_timing, output_dir, output_file, positive_float
+from elk_opt.comparison import compare_plans
 from elk_opt.errors import UsageError
-from elk_opt.io import load_instance, save_json
+from elk_opt.io import ensure_dir, load_instance, save_json
 from elk_opt.methods import METHODS, heuristics
 from elk_opt.solution import SolveOptions
+from elk_opt.studies.plans import keep, packed
 from elk_opt.studies.report import TIMING_NAMES
 
 
@@ -31,6 +34,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_timing(p)
     p.add_argument("--json", default=None, type=output_file, metavar="rows.json",
                    help="also write the rows")
+    p.add_argument("-o", "--output", default=None, type=output_dir, metavar="DIR",
+                   help="keep every plan in DIR as <method>.plan.json.gz, and the rows, each "
+                        "naming its plan, as DIR/compare.json")
     p.set_defaults(func=run)
 
 
@@ -53,8 +59,9 @@ def run(args: argparse.Namespace) -> int:
     methods = _methods(args.methods)
     print(f"comparing {len(methods)} methods on {instance.name} ({len(instance.ops)} ops) "
           f"under {args.timing}...", file=sys.stderr)
-    rows = compare(instance, methods, SolveOptions(time_limit_s=args.time_limit,
-                                                   timing=args.timing), progress=True)
+    rows, plans = compare_plans(instance, methods, SolveOptions(time_limit_s=args.time_limit,
+                                                                timing=args.timing),
+                                progress=True)
     print(f"{instance.name}: makespans under {TIMING_NAMES[args.timing]}")
     print(f"{'method':<10} {'makespan ns':>15} {'vs best':>8} {'ideal/ms':>9} "
           f"{'preloads':>11} {'peak SRAM B':>12} {'solve s':>8}  verify")
@@ -67,6 +74,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"{r['method']:<10} {r['makespan_ns']:>15,} {r['vs_best']:>8.3f} "
               f"{100 * r['ideal_fraction']:>8.2f}% {counts:>11} {r['peak_sram_bytes']:>12,} "
               f"{r['wall_s']:>8.3f}  {'ok' if r['valid'] else 'FAILED'}")
+    if args.output:
+        out = ensure_dir(args.output)
+        for r in rows:
+            if r["method"] in plans:
+                r["plan"] = keep(out, r["method"], packed(plans[r["method"]]), folder=".")
+        save_json(out / "compare.json", {"instance": instance.name, "timing": args.timing,
+                                         "rows": rows})
     if args.json:
         save_json(args.json, {"instance": instance.name, "timing": args.timing, "rows": rows})
     return 0 if all(r["valid"] is not False for r in rows) else 1

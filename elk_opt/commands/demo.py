@@ -21,8 +21,9 @@ from elk_opt.evaluate import evaluate
 from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.interrupts import sigint_restored
 from elk_opt.io import ensure_dir, plan_to_dict, save_instance, save_plan, write_atomic
-from elk_opt.methods import heuristics, solve
+from elk_opt.methods import METHODS, heuristics, solve
 from elk_opt.problem import TIMINGS, Instance, Plan, Timing
+from elk_opt.progress import ticking
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.report import TIMING_NAMES
 from verify import check
@@ -63,8 +64,11 @@ def _run_all(instance: Instance, methods: list[str], options: SolveOptions) -> l
     other = _other(options.timing)
     results: list[Result] = []
     for method in methods:
-        _say(f"  {method}...")
-        with sigint_restored():
+        exact = METHODS[method].family == "exact" and options.time_limit_s is not None
+        if not exact:
+            _say(f"  {method}...")
+        with sigint_restored(), ticking(f"  {method}", options.time_limit_s or 0.0,
+                                        enabled=exact):
             plan = solve(instance, method, options)
         verified = check(plan_to_dict(plan)).valid
         other_ns = evaluate(instance, plan.choice, plan.program, plan.release_ns,
@@ -149,12 +153,14 @@ def _plots(full: Instance, ideal: int, on_full: list[Result], out: Path, timing:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import StrMethodFormatter
 
     from elk_opt.simulator.plot import plot_timeline
 
     best = min(on_full, key=lambda r: r.sim.makespan_ns)
-    plot_timeline(best.sim, full.chip, out / "timeline.png")
-    fig, ax = plt.subplots(figsize=(7.5, 3.8))
+    plot_timeline(best.sim, full.chip, out / "timeline.png", method=best.method, name=full.name,
+                  layers=[op.layer for op in full.ops])
+    fig, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
     names = [r.method for r in on_full]
     bars = {f"analytic, section {SECTION[timing]} (the plan's)":
             [r.plan.claims.makespan_ns / 1e3 for r in on_full],  # type: ignore[union-attr]
@@ -166,9 +172,10 @@ def _plots(full: Instance, ideal: int, on_full: list[Result], out: Path, timing:
                width=width, label=label)
     ax.axhline(ideal / 1e3, color="black", linestyle="--", label="Ideal bound")
     ax.set_xticks(list(range(len(names))), names)
+    ax.yaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
     ax.set_ylabel("makespan of one decode step (us)")
-    ax.set_title(full.name)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.set_title(f"{MODEL} decode, batch {BATCH}, KV {KV_LEN} ({len(full.ops)} ops on "
+                 f"{full.chip.name})\nevery method's plan, planned under {timing}", fontsize=10)
+    fig.legend(loc="outside lower center", fontsize=9, ncols=2, frameon=False)
     write_atomic(out / "methods.png", lambda f: fig.savefig(f, format="png"), mode="wb")
     plt.close(fig)

@@ -25,7 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("gap", help="optimality-gap study over a suite of instances",
                        description="Run every heuristic and exact method on every instance of a "
                                    "suite, verify and simulate every plan, and write gap.csv, "
-                                   "summary.md and plots. Re-running resumes.")
+                                   "summary.md and plots; keep every plan, gzipped, under "
+                                   "DIR/plans/ (`verify DIR` re-checks them). Re-running "
+                                   "resumes.")
     p.add_argument("--suite", default="small",
                    help=f"built-in suite ({', '.join(BUILTIN_SUITES)}) or a suite TOML file")
     p.add_argument("-o", "--output", required=True, type=output_dir, metavar="DIR")
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{len(dropped)} instances changed, so their records under other timings "
                   f"were dropped: {', '.join(dropped)}", file=sys.stderr)
     print(f"{len(specs)} instances x {len(methods)} methods under {args.timing} -> "
-          f"{out}/gap.csv, summary.md, gap_by_method.png, gap_by_size.png")
+          f"{out}/gap.csv, summary.md, gap_by_method.png, gap_by_size.png, plans/")
     print(f"{'method':<10} {'median gap':>11} {'worst gap':>10} {'proven':>7}")
     for method, _n, proven, median, worst, _errors in gap_table(rows):
         med = "-" if median is None else f"{100 * median:.2f}%"

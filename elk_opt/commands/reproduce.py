@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "and setting (" + ", ".join(SETTINGS) + "), verify and simulate every "
                     "plan, solve few-layer slices exactly, and write fig17.csv, fig18.csv, "
                     "exact.csv, reproduction.md, fig17.png and fig18.png with the paper's "
-                    "figures beside ours. Re-running resumes.")
+                    "figures beside ours, and keep every plan, gzipped, under DIR/plans/ "
+                    "(`verify DIR` re-checks them). Re-running resumes.")
     p.add_argument("-o", "--output", required=True, type=output_dir, metavar="DIR")
     p.add_argument("--quick", action="store_true",
                    help="Llama2-13B, batch 32, KV 2048, 2 layers, every setting, a 1-layer "
@@ -101,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
                                      address=args.address, progress=not args.quiet)
     table = write_report(figure, exact, out)
     print(f"{len(figure)} figure cells, {len(exact)} exact-slice cells -> {out}/fig17.csv, "
-          "fig18.csv, exact.csv, reproduction.md, fig17.png, fig18.png")
+          "fig18.csv, exact.csv, reproduction.md, fig17.png, fig18.png, plans/")
     print(table)
     found = problems(figure, exact)
     for line in found:

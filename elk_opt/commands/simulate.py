@@ -53,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     raw = read_json(args.plan)
+    method = layers = None  # what the plot can say about the plan: a device program has neither
     if isinstance(raw, dict) and raw.get("format") == DEVICE_FORMAT:
         dp = device_program_from_dict(raw, args.plan)
         analytic = shared_noc = None  # the program's exact replays
@@ -61,6 +62,8 @@ def run(args: argparse.Namespace) -> int:
             dp = retarget(dp, load_chip(args.chip))
     else:
         plan = plan_from_dict(raw, args.plan)
+        method = plan.claims.method if plan.claims else None
+        layers = [op.layer for op in plan.instance.ops]
         chip = load_chip(args.chip) if args.chip else None
         analytic, shared_noc = analytic_makespans(plan, chip)
         dp = lower(plan, chip)
@@ -75,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         save_json(args.trace, trace_events(result))
     if args.plot:
         from elk_opt.simulator.plot import plot_timeline
-        plot_timeline(result, dp.chip, args.plot)
+        plot_timeline(result, dp.chip, args.plot, method=method, name=dp.name, layers=layers)
     if args.json:
         print(json.dumps(result.summary()))
     else:

@@ -6,7 +6,7 @@ import argparse
 import csv
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 from elk_opt.commands.flags import (
@@ -22,6 +22,7 @@ from elk_opt.interrupts import Terminated
 from elk_opt.io import ensure_dir, write_atomic
 from elk_opt.progress import report_progress
 from elk_opt.studies.executors import EXECUTORS, run_all
+from elk_opt.studies.plans import PLANS_DIR, Outcome, keep
 from elk_opt.studies.sweep import (
     AXES,
     FIGURES,
@@ -35,7 +36,7 @@ from elk_opt.studies.sweep import (
 
 CSV_FIELDS = ("model", "mode", "batch", "kv_len", "layers", "chip", "axis", "value", "method",
               "timing", "ops", "makespan_ns", "simulated_ns", "throughput", "normalised",
-              "hbm_util", "noc_util", "tflops", "solve_s", "verified")
+              "hbm_util", "noc_util", "tflops", "solve_s", "verified", "plan")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -97,14 +98,16 @@ def run(args: argparse.Namespace) -> int:
     for stem, figure in figures.items():
         cells = sweep_cells(args.model, figure, methods, batch=args.batch, kv_len=args.kv_len,
                             layers=args.layers, timing=args.timing)
-        points = _run(stem, cells, args)
+        outcomes = _run(stem, cells, args)
         order = {c: k for k, c in enumerate(cells)}
-        points.sort(key=lambda p: order[p.cell])
+        outcomes.sort(key=lambda o: order[o.cell.cell])
+        points = [replace(o.cell, plan=keep(out, o.cell.cell.name, o.plan, f"{PLANS_DIR}/{stem}"))
+                  for o in outcomes]  # kept with the figure: an interrupted sweep writes nothing
         norm = normalised(points)
         write_csv(points, norm, out / f"{stem}.csv")
         plot(points, norm, figure, out / f"{stem}.png")
         print(f"{stem}: {figure.title}: {len(points)} points under {args.timing} -> "
-              f"{out}/{stem}.csv, {stem}.png")
+              f"{out}/{stem}.csv, {stem}.png, plans/{stem}/")
         failed = [p for p in points if not p.verified]
         if failed:
             print(f"{stem}: {len(failed)} plans fail verify (see the verified column)",
@@ -113,14 +116,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace) -> list[SweepPoint]:
-    points: list[SweepPoint] = []
+def _run(stem: str, cells: Sequence[SweepCell],
+         args: argparse.Namespace) -> list[Outcome[SweepPoint]]:
+    """Every point of a figure, each with its plan packed."""
+    points: list[Outcome[SweepPoint]] = []
     try:
         with report_progress(len(cells), stem, unit="point", enabled=not args.quiet) as shown, \
                 run_all(run_sweep_cell, cells, args.executor, args.workers,
                         args.address) as results:
-            for _cell, point in results:
-                points.append(point)
+            for _cell, outcome in results:
+                point = outcome.cell
+                points.append(outcome)
                 shown.advance(note=f"[{stem} {len(points)}/{len(cells)}] {point.cell.chip} "
                                    f"{point.cell.mode} {point.cell.axis}x{point.cell.value:g} "
                                    f"{point.cell.method}: {point.simulated_ns:,} ns simulated"
@@ -146,28 +152,48 @@ def write_csv(points: Sequence[SweepPoint], norm: Mapping[SweepPoint, float],
     write_atomic(path, write)
 
 
+AXIS_NAMES = {"hbm": "HBM bandwidth", "noc": "NoC bandwidth", "cores": "core count",
+              "compute": "per-core compute", "sram": "SRAM per core"}
+LINESTYLES = ("-", "--", ":", "-.")
+MARKERS = "osD^v<>"
+
+
 def plot(points: Sequence[SweepPoint], norm: Mapping[SweepPoint, float], figure: Figure,
          path: Path) -> None:
+    """Normalised throughput against the scale: a colour and marker per method, a line style
+    per chip (and mode), so series that coincide still show; the subtitle says what was
+    planned, under which timing, and how it was timed."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
-    series = dict.fromkeys((p.cell.chip, p.cell.mode, p.cell.method) for p in points)
-    for chip, mode, method in series:
-        mine = sorted((p for p in points if (p.cell.chip, p.cell.mode, p.cell.method)
-                       == (chip, mode, method)), key=lambda p: p.cell.value)
-        label = method + (f" {chip}" if len(figure.chips) > 1 else "") + \
-            (f" {mode}" if len(figure.modes) > 1 else "")
-        ax.plot([p.cell.value for p in mine], [norm[p] for p in mine], marker="o", label=label)
+    fig, ax = plt.subplots(figsize=(8, 5.4), layout="constrained")
+    methods = list(dict.fromkeys(p.cell.method for p in points))
+    variants = list(dict.fromkeys((p.cell.chip, p.cell.mode) for p in points))
+    for chip, mode in variants:
+        for k, method in enumerate(methods):
+            mine = sorted((p for p in points if (p.cell.chip, p.cell.mode, p.cell.method)
+                           == (chip, mode, method)), key=lambda p: p.cell.value)
+            label = method + (f", {chip}" if len(figure.chips) > 1 else "") + \
+                (f", {mode}" if len(figure.modes) > 1 else "")
+            ax.plot([p.cell.value for p in mine], [norm[p] for p in mine], label=label,
+                    color=f"C{k}", marker=MARKERS[k % len(MARKERS)],
+                    markersize=max(3, 9 - 2 * k), markerfacecolor="none",  # coinciding show
+                    linestyle=LINESTYLES[variants.index((chip, mode)) % len(LINESTYLES)])
+    values = sorted({p.cell.value for p in points})
     ax.set_xscale("log", base=2)
-    ax.set_xlabel(f"{figure.axis} scale (1 = the preset chip)")
+    ax.set_xticks(values, [f"{v:g}x" for v in values])
+    ax.minorticks_off()
+    ax.set_xlabel(f"{AXIS_NAMES.get(figure.axis, figure.axis)}, relative to the preset chip")
     ref = points[0].cell
-    ax.set_ylabel(f"throughput ({ref.method}, {ref.chip}, x1 = 1)")
-    ax.set_title(figure.title)
+    ax.set_ylabel(f"throughput relative to {ref.method}\non {ref.chip} at 1x")
+    layers = "whole model" if ref.layers is None else f"first {ref.layers} layers"
+    ax.set_title(f"{figure.title}\n{ref.model} {ref.mode}, batch {ref.batch}, KV {ref.kv_len}, "
+                 f"{layers}\nplanned under {ref.timing}, simulated with full contention",
+                 fontsize=10)
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    fig.legend(loc="outside lower center", fontsize=9, ncols=min(3, len(methods)),
+               frameon=False)
     write_atomic(path, lambda f: fig.savefig(f, format="png"), mode="wb")
     plt.close(fig)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import argparse
 
+from verify.cli import DESCRIPTION
 from verify.cli import main as verify_main
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("verify", help="check plans against DESIGN.md section 4",
-                       description="Exit 0 valid, 1 rules broken, 2 unreadable.")
-    p.add_argument("plans", nargs="+", metavar="plan.json")
+                       description=DESCRIPTION)
+    p.add_argument("plans", nargs="+", metavar="plan.json|DIR")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")
     p.set_defaults(func=run)
 

@@ -2,7 +2,9 @@
 
 A cell is one (instance, method) under one timing (DESIGN.md 5 or 5b). Each finished cell is
 written at once to `DIR/cells/`, with the timing and time limit it ran under, so an interrupted
-study resumes where it stopped and a finished one re-runs without doing anything. A cell that
+study resumes where it stopped and a finished one re-runs without doing anything. Each plan is
+kept beside its cell, gzipped (`DIR/plans/`, the cell's `plan`; elk_opt.studies.plans), so
+`verify DIR` re-checks every figure; a cell whose plan file is gone runs again. A cell that
 ran out of time (an exact method without a proven optimum, or with no plan at all) is run again
 when the study resumes with a longer limit; a cell of another timing is never reused.
 The reference of an instance is its proven optimum when an exact method proved one, otherwise
@@ -14,7 +16,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,9 @@ from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance, Timing
 from elk_opt.progress import report_progress
 from elk_opt.solution import SolveOptions
+from elk_opt.studies.eta import Eta, parallel
 from elk_opt.studies.executors import run_all
+from elk_opt.studies.plans import Outcome, keep, packed
 from elk_opt.studies.suites import InstanceSpec
 
 
@@ -45,11 +49,15 @@ class Cell:
     error: str = ""
     timing: str | None = None  # None: a cell written before studies recorded their timing
     time_limit_s: float | None = None
+    plan: str | None = None  # the plan's file, relative to the study's folder
 
-    def reusable(self, timing: Timing, time_limit_s: float) -> bool:
+    def reusable(self, timing: Timing, time_limit_s: float, out: Path) -> bool:
         """Whether a resume under `timing` and `time_limit_s` may keep this cell: same timing,
-        and not a cell that ran out of time under a shorter limit than the one asked now."""
+        its plan kept in `out` (when it has one), and not a cell that ran out of time under a
+        shorter limit than the one asked now."""
         if self.timing != timing:
+            return False
+        if self.status != "error" and not (self.plan and (out / self.plan).is_file()):
             return False
         out_of_time = self.family == "exact" and self.status != "optimal"
         return not (out_of_time and (self.time_limit_s or 0) < time_limit_s)
@@ -64,7 +72,7 @@ class CellTask:
     timing: Timing
 
 
-def run_cell(task: CellTask) -> Cell:
+def run_cell(task: CellTask) -> Outcome[Cell]:
     """Solve, verify and simulate one cell; failures become a cell with status "error"."""
     from verify import check
 
@@ -78,16 +86,17 @@ def run_cell(task: CellTask) -> Cell:
                      SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
                                   timing=task.timing))
     except Exception as e:  # a study records a failing method and goes on
-        return Cell(task.spec.key, ops, task.method, family, "error", None, None,
-                    round(time.perf_counter() - started, 3), False, None, None,
-                    f"{type(e).__name__}: {e}", task.timing, task.time_limit_s)
+        return Outcome(Cell(task.spec.key, ops, task.method, family, "error", None, None,
+                            round(time.perf_counter() - started, 3), False, None, None,
+                            f"{type(e).__name__}: {e}", task.timing, task.time_limit_s), None)
     claims = plan.claims
     assert claims is not None
     verified = check(plan_to_dict(plan)).valid
     sim, sim_contention = _simulate(plan)
-    return Cell(task.spec.key, ops, task.method, family, claims.status,
-                claims.makespan_ns, claims.lower_bound_ns, round(claims.wall_s, 3), verified,
-                sim, sim_contention, "", task.timing, task.time_limit_s)
+    return Outcome(Cell(task.spec.key, ops, task.method, family, claims.status,
+                        claims.makespan_ns, claims.lower_bound_ns, round(claims.wall_s, 3),
+                        verified, sim, sim_contention, "", task.timing, task.time_limit_s),
+                   packed(plan))
 
 
 @functools.lru_cache(maxsize=4)
@@ -177,20 +186,27 @@ def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, 
     _check_settings(out, {"instances": [s.key for s in specs], "methods": list(methods),
                           "timing": timing})
     done = {name: cell for name, cell in _read_cells(cells_dir).items()
-            if cell.reusable(timing, time_limit_s)}
+            if cell.reusable(timing, time_limit_s, out)}
     tasks = [CellTask(s, m, time_limit_s, threads, timing) for s in specs for m in methods
              if _cell_name(s.key, m) not in done]
     total = len(specs) * len(methods)
+    eta = Eta({_cell_name(t.spec.key, t.method): time_limit_s
+               if METHODS[t.method].family == "exact" else None for t in tasks},
+              parallel(executor, workers, len(tasks)))
     try:
         with report_progress(total, "gap", unit="cell", done=len(done),
-                             enabled=progress) as shown, \
+                             enabled=progress, eta=eta) as shown, \
                 run_all(run_cell, tasks, executor, workers, address) as results:
             if done:
                 shown.write(f"resuming: {len(done)} of {total} cells already done")
-            for task, cell in results:
-                save_json(cells_dir / f"{_cell_name(task.spec.key, task.method)}.json",
-                          asdict(cell))
-                done[_cell_name(task.spec.key, task.method)] = cell
+            for task, outcome in results:
+                name = _cell_name(task.spec.key, task.method)
+                cell = outcome.cell
+                if outcome.plan is not None:  # the plan first: a cell never names a missing file
+                    cell = replace(cell, plan=keep(out, name, outcome.plan))
+                save_json(cells_dir / f"{name}.json", asdict(cell))
+                done[name] = cell
+                eta.done(name, cell.solve_s)
                 shown.advance(note=f"[{len(done)}/{total}] {cell.instance} {cell.method}: "
                                    f"{_shown(cell)} ({cell.solve_s:.1f} s)"
                                    f"{'' if cell.verified or cell.error else ' VERIFY FAILED'}")

@@ -15,7 +15,7 @@ TIMING_NAMES = {"shared-noc": "shared-noc (DESIGN.md section 5b)",
                 "separate-noc": "separate-noc (DESIGN.md section 5)"}
 CSV_FIELDS = ("instance", "ops", "method", "family", "timing", "status", "makespan_ns",
               "lower_bound_ns", "reference_ns", "reference_kind", "gap", "sim_ns",
-              "sim_contention_ns", "solve_s", "time_limit_s", "verified", "error")
+              "sim_contention_ns", "solve_s", "time_limit_s", "verified", "error", "plan")
 
 
 
@@ -73,6 +73,9 @@ def summary_markdown(rows: Sequence[Row], problems: Sequence[str]) -> str:
         slow = statistics.median(c.sim_contention_ns / c.makespan_ns for c in sims)
         lines += ["", f"Simulated with contention, plans run {slow:.3f}x their analytic "
                       "makespan (median over all plans)."]
+    kept = sum(r.cell.plan is not None for r in rows)
+    lines += ["", f"Every plan is kept, gzipped, under `plans/` ({kept} files; the `plan` column "
+                  "of gap.csv names each): `verify` on this folder re-checks them all."]
     lines += ["", "## Checks", ""]
     lines += [f"- PROBLEM: {p}" for p in problems] or ["- every plan verifies; no plan beats "
                                                        "a proven optimum; exact methods agree."]
@@ -84,36 +87,53 @@ def _pct(value: float | None) -> str:
 
 
 def _plots(rows: Sequence[Row], out: Path) -> None:
+    """Heuristics' gaps to proven optima: per method (every instance a dot over its box) and
+    against instance size (methods side by side at each size, so equal gaps do not hide one
+    another). Titles say the timing and how many instances had no proven optimum."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     heuristics = list(dict.fromkeys(r.cell.method for r in rows if r.cell.family == "heuristic"))
-    gaps = {m: [100 * r.gap for r in rows if r.cell.method == m and r.gap is not None
-                and r.reference_kind == "optimum"] for m in heuristics}
-    fig, ax = plt.subplots(figsize=(7, 4))
-    data = [gaps[m] or [float("nan")] for m in heuristics]
-    ax.boxplot(data, tick_labels=heuristics, showfliers=True)
-    ax.set_ylabel("gap to proven optimum (%)")
-    ax.set_title("Heuristic gap distribution")
-    fig.tight_layout()
+    proven = [r for r in rows if r.reference_kind == "optimum" and r.gap is not None]
+    instances = {r.cell.instance for r in rows}
+    with_optimum = {r.cell.instance for r in proven}
+    timings = ", ".join(sorted({str(r.cell.timing) for r in rows}))
+    note = (f"{len(with_optimum)} of {len(instances)} instances have a proven optimum"
+            + (" (the others are left out)" if len(with_optimum) < len(instances) else "")
+            + f"; {timings} timing")
+
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    gaps = {m: [100 * r.gap for r in proven if r.cell.method == m] for m in heuristics}
+    ax.boxplot([gaps[m] or [float("nan")] for m in heuristics], tick_labels=heuristics,
+               showfliers=False, widths=0.5)
+    for k, m in enumerate(heuristics):
+        spread = [k + 1 + 0.18 * ((j % 7) - 3) / 3 for j in range(len(gaps[m]))]
+        ax.scatter(spread, gaps[m], s=12, alpha=0.6, color="tab:blue", zorder=3)
+    ax.set_ylabel("gap to the proven optimum (%)")
+    ax.set_title(f"Heuristics' gaps, one dot per instance\n{note}", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
     write_atomic(out / "gap_by_method.png", lambda f: fig.savefig(f, format="png"), mode="wb")
     plt.close(fig)
 
-    fig, ax = plt.subplots(figsize=(7, 4))
-    plotted = False
-    for m in heuristics:
-        pts = [(r.cell.ops, 100 * r.gap) for r in rows if r.cell.method == m
-               and r.gap is not None and r.reference_kind == "optimum"]
+    fig, ax = plt.subplots(figsize=(8, 4.5), layout="constrained")
+    sizes = sorted({r.cell.ops for r in proven})
+    slot = {n: k for k, n in enumerate(sizes)}
+    width = 0.7 / max(1, len(heuristics))
+    for k, m in enumerate(heuristics):
+        pts = [(slot[r.cell.ops] + (k - (len(heuristics) - 1) / 2) * width, 100 * r.gap)
+               for r in proven if r.cell.method == m]
         if pts:
-            ax.scatter(*zip(*pts, strict=True), label=m, s=14)
-            plotted = True
-    ax.set_xlabel("ops in instance")
-    ax.set_ylabel("gap to proven optimum (%)")
-    ax.set_title("Gap against instance size")
-    if plotted:
-        ax.legend()
-    fig.tight_layout()
+            ax.scatter(*zip(*pts, strict=True), label=m, s=16, marker="osD^v<>"[k % 7])
+    ax.set_xticks(range(len(sizes)), [str(n) for n in sizes])
+    for k in range(1, len(sizes)):
+        ax.axvline(k - 0.5, color="grey", linewidth=0.5, alpha=0.5)
+    ax.set_xlabel("ops in the instance (at each size, the methods side by side)")
+    ax.set_ylabel("gap to the proven optimum (%)")
+    ax.set_title(f"Gap against instance size\n{note}", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    if proven:
+        fig.legend(loc="outside right upper", fontsize=9)
     write_atomic(out / "gap_by_size.png", lambda f: fig.savefig(f, format="png"), mode="wb")
     plt.close(fig)

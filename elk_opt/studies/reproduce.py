@@ -9,7 +9,9 @@ the Ideal roofline bound (`elk_opt.bounds.ideal_bound`), not a schedule: its cel
 bound and what the model's traffic and work would give at that makespan.
 
 Finished cells are written to `DIR/cells/` at once, so an interrupted study resumes where it
-stopped. A cell whose cost model this build does not know is reported as unavailable and not
+stopped, and every plan beside them, gzipped (`DIR/plans/`, the cell's `plan`;
+elk_opt.studies.plans), so `verify DIR` re-checks every figure; a cell whose plan file is gone
+runs again. A cell whose cost model this build does not know is reported as unavailable and not
 stored, so it runs once the cost model exists.
 """
 
@@ -29,7 +31,9 @@ from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.progress import report_progress
 from elk_opt.solution import SolveOptions
 from elk_opt.studies import paper
+from elk_opt.studies.eta import Eta, parallel
 from elk_opt.studies.executors import run_all
+from elk_opt.studies.plans import Outcome, keep, packed
 
 
 @dataclass(frozen=True)
@@ -110,10 +114,13 @@ class Cell:
     full_tflops: float | None = None
     error: str = ""
     time_limit_s: float | None = None  # an exact method's limit
+    plan: str | None = None  # the plan's file, relative to the study's folder
 
-    def reusable(self, time_limit_s: float) -> bool:
-        """Whether a resume may keep this cell: not an exact solve that ran out of time under
-        a shorter limit than the one asked now."""
+    def reusable(self, time_limit_s: float, out: Path) -> bool:
+        """Whether a resume may keep this cell: its plan kept in `out` (when it has one), and
+        not an exact solve that ran out of time under a shorter limit than the one asked now."""
+        if self.family != "bound" and self.ok and not (self.plan and (out / self.plan).is_file()):
+            return False
         out_of_time = self.family == "exact" and self.status != "optimal"
         return not (out_of_time and (self.time_limit_s or 0) < time_limit_s)
 
@@ -231,8 +238,9 @@ def unavailable_reason(cost_model: str, chip_name: str) -> str:
     return ""
 
 
-def run_task(task: Task) -> list[Cell]:
-    """Build the configuration's instance once and run every missing method on it."""
+def run_task(task: Task) -> list[Outcome[Cell]]:
+    """Build the configuration's instance once and run every missing method on it; each cell
+    comes back with its plan packed."""
     config = task.config
     setting = SETTINGS[config.setting]
     base = dict(model=config.model, batch=config.batch, kv_len=config.kv_len,
@@ -244,20 +252,22 @@ def run_task(task: Task) -> list[Cell]:
 
     reason = unavailable_reason(config.cost_model, config.chip)
     if reason:
-        return [Cell(**base, method=m, family=family(m), status="unavailable", error=reason)
-                for m in task.methods]
+        return [Outcome(Cell(**base, method=m, family=family(m), status="unavailable",
+                             error=reason), None) for m in task.methods]
     try:
         instance = config.build()
     except Exception as e:  # a study records a configuration that cannot be built, and goes on
-        return [Cell(**base, method=m, family=family(m), status="error",
-                     error=f"building: {type(e).__name__}: {e}") for m in task.methods]
+        return [Outcome(Cell(**base, method=m, family=family(m), status="error",
+                             error=f"building: {type(e).__name__}: {e}"), None)
+                for m in task.methods]
     occupancy = instance.extra.get("cost_model", {}).get("noc_occupancy")
     base.update(ops=len(instance.ops), noc_occupancy=occupancy)
-    cells, plans = [], {}
+    cells: list[Outcome[Cell]] = []
+    plans: dict[str, Plan] = {}
     for m in task.methods:
         if m == IDEAL:
-            cells.append(_ideal_cell(instance, Cell(**base, method=m, family="bound",
-                                                    status="bound")))
+            cells.append(Outcome(_ideal_cell(instance, Cell(**base, method=m, family="bound",
+                                                            status="bound")), None))
             continue
         options = SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
                                timing=setting.timing)
@@ -270,12 +280,12 @@ def run_task(task: Task) -> list[Cell]:
         try:
             plan = solve(instance, m, options)
         except Exception as e:  # a study records a failing method and goes on
-            cells.append(replace(blank, status="error",
-                                 solve_s=round(time.perf_counter() - started, 3),
-                                 error=f"{type(e).__name__}: {e}"))
+            cells.append(Outcome(replace(blank, status="error",
+                                         solve_s=round(time.perf_counter() - started, 3),
+                                         error=f"{type(e).__name__}: {e}"), None))
             continue
         plans[m] = plan
-        cells.append(_plan_cell(plan, blank))
+        cells.append(Outcome(_plan_cell(plan, blank), packed(plan)))
     return cells
 
 
@@ -334,7 +344,7 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
     cells_dir.mkdir(parents=True, exist_ok=True)
     _check_settings(out, {"chip": grid.chip})
     done = {p.stem: cell_from_dict(json.loads(p.read_text())) for p in cells_dir.glob("*.json")}
-    done = {name: c for name, c in done.items() if c.reusable(grid.time_limit_s)}
+    done = {name: c for name, c in done.items() if c.reusable(grid.time_limit_s, out)}
     wanted = _wanted(grid)
     missing: dict[Config, list[str]] = {}
     for config, method in wanted:
@@ -344,12 +354,18 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
     total = len(wanted)
     finished = total - sum(map(len, missing.values()))
     unavailable: dict[str, Cell] = {}
+    eta = Eta({cell_name(c, m): grid.time_limit_s if _is_exact(m) else None
+               for c, ms in missing.items() for m in ms},
+              parallel(executor, workers, len(tasks)))
     with report_progress(total, "reproduce", unit="cell", done=finished,
-                         enabled=progress) as shown, \
+                         enabled=progress, eta=eta) as shown, \
             run_all(run_task, tasks, executor, workers, address) as finished_tasks:
         if done:
             shown.write(f"resuming: {finished} of {total} cells already done")
-        for task, cells in finished_tasks:
+        for task, outcomes in finished_tasks:
+            cells = [o.cell for o in outcomes]
+            for c in cells:
+                eta.done(cell_name(task.config, c.method), c.solve_s)
             if all(c.status == "unavailable" for c in cells):
                 unavailable.update((cell_name(task.config, c.method), c) for c in cells)
                 finished += len(cells)
@@ -357,8 +373,11 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
                                                f"{len(cells)} cells unavailable "
                                                f"({cells[0].error})")
                 continue
-            for cell in cells:
+            for outcome in outcomes:
+                cell = outcome.cell
                 name = cell_name(task.config, cell.method)
+                if outcome.plan is not None:  # the plan first: a cell never names a missing file
+                    cell = replace(cell, plan=keep(out, name, outcome.plan))
                 save_json(cells_dir / f"{name}.json", asdict(cell))
                 done[name] = cell
                 finished += 1
@@ -369,6 +388,10 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
     exact = [results[cell_name(c, m)] for c in grid.exact_configs()
              for m in (*grid.methods, *grid.exact_methods)]
     return figure, exact
+
+
+def _is_exact(method: str) -> bool:
+    return method != IDEAL and METHODS[method].family == "exact"
 
 
 def _wanted(grid: Grid) -> list[tuple[Config, str]]:

@@ -21,14 +21,14 @@ from elk_opt.studies.reproduce import IDEAL, SETTINGS, Cell
 FIG17_FIELDS = ("source", "model", "batch", "kv_len", "layers", "cost_model", "setting",
                 "timing", "noc_occupancy", "method", "status", "time_ns", "makespan_ns",
                 "lower_bound_ns", "speedup_over_basic", "speedup_over_static",
-                "fraction_of_ideal", "verified", "sim_ns", "full_ns", "solve_s", "error")
+                "fraction_of_ideal", "verified", "sim_ns", "full_ns", "solve_s", "error", "plan")
 FIG18_FIELDS = ("source", "model", "batch", "kv_len", "layers", "cost_model", "setting",
                 "method", "status", "time_ns", "overlapped_ns", "exec_only_ns",
                 "preload_only_ns", "stall_ns", "hbm_util", "noc_util", "tflops", "full_ns",
                 "full_hbm_util", "full_noc_util", "full_tflops")
 EXACT_FIELDS = ("model", "batch", "kv_len", "layers", "cost_model", "setting", "method",
                 "status", "makespan_ns", "lower_bound_ns", "model_timing", "reference_ns",
-                "reference_kind", "gap", "verified", "solve_s", "error")
+                "reference_kind", "gap", "verified", "solve_s", "error", "plan")
 OURS = "ours"
 
 
@@ -178,7 +178,9 @@ def write_report(figure: Sequence[Cell], exact: Sequence[Cell], out: Path) -> st
     write_atomic(out / "exact.csv", lambda f: _write_rows(f, EXACT_FIELDS, _exact_rows(exact)))
     text = markdown(figure, exact)
     write_atomic(out / "reproduction.md", lambda f: f.write(text))
-    _plots(figure, out)
+    from elk_opt.studies.reproduce_plots import write_plots
+
+    write_plots(figure, out)
     return compact_table(figure)
 
 
@@ -292,6 +294,10 @@ def markdown(figure: Sequence[Cell], exact: Sequence[Cell]) -> str:
              "from the simulator's exact replay of each plan under its own timing (sharing "
              "`none` for separate-noc, `port` for shared-noc); the full-contention replay is "
              "given for reference.", "",
+             f"Every plan behind these numbers is kept, gzipped, under `plans/` "
+             f"({sum(c.plan is not None for c in (*figure, *exact))} files; the `plan` column "
+             "of fig17.csv and exact.csv names each): `verify` on this folder re-checks them "
+             "all.", "",
              "## Figure 17: Elk-Full's speedups, averaged over the grid", "",
              "| source | configs | Elk-Full / Basic | Elk-Full / Static | Elk-Full % of Ideal |",
              "| --- | ---: | ---: | ---: | ---: |"]
@@ -477,78 +483,3 @@ def _unavailable(figure: Sequence[Cell], exact: Sequence[Cell]) -> list[str]:
         shown = ", ".join(keys[:4]) + (f" and {len(keys) - 4} more" if len(keys) > 4 else "")
         lines.append(f"| {cost} | {setting} | {status} | {len(group)} | {shown} | {why} |")
     return lines
-
-
-# ---- plots ----------------------------------------------------------------------------------
-
-def _plots(figure: Sequence[Cell], out: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    panels = [(key, mine) for key, mine in _group(figure, _setting_of).items()
-              if any(c.ok for c in mine)]
-    p = paper.PAPER
-
-    configs = max((len({c.config_key for c in mine}) for _k, mine in panels), default=1)
-    fig, axes = plt.subplots(len(panels) or 1, 1, squeeze=False,
-                             figsize=(max(8.0, 0.7 * configs + 3), 3.2 * max(1, len(panels))))
-    for ax, ((cost, setting), mine) in zip(axes[:, 0], panels, strict=False):
-        groups = list(_group(mine, lambda c: c.config_key).values())
-        methods = _methods(mine)
-        width = 0.8 / len(methods)
-        for k, m in enumerate(methods):
-            heights = [paper.ratio(_time(g, "basic"), _time(g, m)) or 0.0 for g in groups]
-            ax.bar([i + k * width for i in range(len(groups))], heights, width, label=m)
-        ax.axhline(p.elk_full_over_basic, color="black", linestyle="--", linewidth=1,
-                   label=f"paper: Elk-Full {p.elk_full_over_basic}x (grid average)")
-        ax.set_xticks([i + 0.4 - width / 2 for i in range(len(groups))])
-        ax.set_xticklabels([f"{g[0].model} b{g[0].batch} KV{g[0].kv_len}" for g in groups],
-                           fontsize=7, rotation=30, ha="right")
-        ax.set_ylabel("throughput / Basic")
-        ax.set_title(f"{cost}, {setting}", fontsize=9)
-        ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    if not panels:
-        axes[0, 0].text(0.5, 0.5, "no results", ha="center")
-    fig.suptitle("Figure 17: normalised throughput")
-    fig.tight_layout()
-    write_atomic(out / "fig17.png", lambda f: fig.savefig(f, format="png"), mode="wb")
-    plt.close(fig)
-
-    means = method_means(figure)
-    hbm = dict(p.hbm_util_pct)
-    fig, axes = plt.subplots(2, len(panels) or 1, figsize=(4.5 * max(1, len(panels)), 7),
-                             squeeze=False)
-    for col, ((cost, setting), _mine) in enumerate(panels):
-        rows = [m for m in means[(cost, setting)] if m.overlapped is not None]
-        names = [m.method for m in rows]
-        bottom = [0.0] * len(rows)
-        ax = axes[0, col]
-        for part in ("overlapped", "exec_only", "preload_only", "stall"):
-            heights = [100 * (getattr(m, part) or 0.0) for m in rows]
-            ax.bar(names, heights, bottom=bottom, label=part.replace("_", " "))
-            bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
-        ax.set_ylabel("% of makespan")
-        ax.set_ylim(0, 120)
-        ax.set_title(f"{cost}, {setting}", fontsize=9)
-        ax.legend(fontsize=6, ncol=2, loc="upper left")
-        ax.tick_params(axis="x", labelsize=7)
-        ax = axes[1, col]
-        every = means[(cost, setting)]
-        xs = range(len(every))
-        ax.bar([x - 0.2 for x in xs], [100 * (m.hbm_util or 0.0) for m in every], 0.4,
-               label="ours")
-        ax.bar([x + 0.2 for x in xs], [hbm.get(m.method, 0.0) for m in every], 0.4,
-               label="paper (grid average)")
-        ax.set_xticks(list(xs))
-        ax.set_xticklabels([m.method for m in every], fontsize=7)
-        ax.set_ylabel("HBM utilisation (%)")
-        ax.set_ylim(0, 120)
-        ax.legend(fontsize=6, ncol=2, loc="upper left")
-    if not panels:
-        axes[0, 0].text(0.5, 0.5, "no results", ha="center")
-    fig.suptitle("Figure 18: time breakdown and HBM utilisation (means over the grid)")
-    fig.tight_layout()
-    write_atomic(out / "fig18.png", lambda f: fig.savefig(f, format="png"), mode="wb")
-    plt.close(fig)

@@ -1,7 +1,8 @@
 """Design-space sweeps: one chip parameter varied, the model re-planned and simulated per point.
 
 Each cell rebuilds the instance on the varied chip (plans depend on the chip), schedules it
-with each method, and simulates the plan with contention. The presets follow the axes of the
+with each method, and simulates the plan with contention; the plan comes back packed, to be
+kept beside the figure's CSV (elk_opt.studies.plans). The presets follow the axes of the
 Elk paper's design-space exploration (its Figures 19-24): HBM bandwidth, NoC bandwidth,
 topology, core count, per-core compute, and a training-like workload.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from elk_opt.errors import UsageError
 from elk_opt.problem import Chip, Timing
+from elk_opt.studies.plans import Outcome, packed
 
 AXES = ("hbm", "noc", "cores", "compute", "sram")
 
@@ -85,6 +87,13 @@ class SweepCell:
     method: str
     timing: Timing
 
+    @property
+    def name(self) -> str:
+        """The cell's name, unique within a figure (its plan's file name)."""
+        layers = "all" if self.layers is None else self.layers
+        return (f"{self.model}-{self.mode}-b{self.batch}-kv{self.kv_len}-l{layers}-{self.chip}-"
+                f"{self.axis}x{self.value:g}-{self.method}")
+
 
 @dataclass(frozen=True)
 class SweepPoint:
@@ -98,9 +107,10 @@ class SweepPoint:
     tflops: float
     solve_s: float
     verified: bool
+    plan: str | None = None  # the plan's file, relative to the sweep's folder
 
 
-def run_sweep_cell(cell: SweepCell) -> SweepPoint:
+def run_sweep_cell(cell: SweepCell) -> Outcome[SweepPoint]:
     from elk_opt.frontend.chips import load_chip
     from elk_opt.frontend.zoo import model_instance
     from elk_opt.io import plan_to_dict
@@ -115,9 +125,11 @@ def run_sweep_cell(cell: SweepCell) -> SweepPoint:
     plan = solve(instance, cell.method, SolveOptions(timing=cell.timing))
     sim = simulate(plan, sharing="full")
     assert plan.claims is not None
-    return SweepPoint(cell, len(instance.ops), plan.claims.makespan_ns, sim.makespan_ns,
-                      cell.batch / (sim.makespan_ns * 1e-9), sim.hbm_util, sim.noc_util,
-                      sim.tflops, round(plan.claims.wall_s, 3), check(plan_to_dict(plan)).valid)
+    point = SweepPoint(cell, len(instance.ops), plan.claims.makespan_ns, sim.makespan_ns,
+                       cell.batch / (sim.makespan_ns * 1e-9), sim.hbm_util, sim.noc_util,
+                       sim.tflops, round(plan.claims.wall_s, 3),
+                       check(plan_to_dict(plan)).valid)
+    return Outcome(point, packed(plan))
 
 
 def sweep_cells(model: str, figure: Figure, methods: Sequence[str], *, batch: int, kv_len: int,
