@@ -1,4 +1,4 @@
-"""Every heuristic under both timings (DESIGN.md sections 5 and 5b), on the data issue 10 names.
+"""Every heuristic under both timings (docs/spec.md sections 5 and 5b), on the data issue 10 names.
 
 python benchmarks/bench_heuristics_5b.py                 # calibration layer, x4 and x40 stacks,
                                                          # Llama2-13B b32 KV2048, bytes and bsp

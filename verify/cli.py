@@ -94,7 +94,7 @@ def _as_text(path: str | None, report: Report) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="verify", description="Check elk-plan/1 files against the rules of DESIGN.md "
+        prog="verify", description="Check elk-plan/1 files against the rules of docs/spec.md "
                                    "section 4. Exit 0 valid, 1 rules broken, 2 unreadable.")
     parser.add_argument("plans", nargs="+", metavar="plan.json")
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
