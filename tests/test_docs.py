@@ -44,3 +44,12 @@ def test_top_level_help_says_what_the_tool_does_and_where_the_docs_are(capsys):
     description = out.split("\n\n")[1]
     assert description.startswith("Schedule deep-learning models")
     assert "docs/spec.md" in out and "docs/glossary.md" in out and "elk-opt demo" in out
+
+
+def test_verify_help_points_inside_the_repository(capsys):
+    from verify.cli import main as verify_main
+
+    with pytest.raises(SystemExit):
+        verify_main(["--help"])
+    out = capsys.readouterr().out
+    assert "docs/spec.md" in out and not OUTSIDE.findall(out)
