@@ -9,7 +9,7 @@ python benchmarks/bench_exact.py suite   [--suite small] [--limit 20] [--threads
 
 `--timing shared-noc` runs every part under section 5b (default: separate-noc, section 5, as
 the tables recorded before 5b). `calibration`: the Elk artifact's Llama2-13B layer
-(/work/shared/calibration), every heuristic under both timings, CP-SAT's section-5 optimum,
+(docs/calibration.md), every heuristic under both timings, CP-SAT's section-5 optimum,
 and CP-SAT under 5b cold and warm-started from Static, then polish. `suite`: CP-SAT alone on
 every instance of a gap-study suite, as the gap study runs it (one thread per solve), and how
 many optima it proves; wall times include the warm start's heuristic.
@@ -29,6 +29,7 @@ import platform
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.evaluate import evaluate_plan, fits_memory
@@ -40,7 +41,8 @@ from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from verify import check
 
-CALIBRATION = "/work/shared/calibration/elk-artifact-llama2-13b-b32-kv2048-layer.json"
+CALIBRATION = str(Path(__file__).resolve().parent.parent / "elk_opt" / "frontend" / "cost"
+                  / "data" / "elk-artifact-llama2-13b-b32-kv2048-layer.json")
 TIMING = "separate-noc"  # set from --timing
 
 

@@ -1,4 +1,4 @@
-"""Every heuristic under both timings (DESIGN.md sections 5 and 5b), on the data issue 10 names.
+"""Every heuristic under both timings (docs/spec.md sections 5 and 5b), on the data issue 10 names.
 
 python benchmarks/bench_heuristics_5b.py                 # calibration layer, x4 and x40 stacks,
                                                          # Llama2-13B b32 KV2048, bytes and bsp
@@ -6,7 +6,7 @@ python benchmarks/bench_heuristics_5b.py --stacks 1,4 --no-zoo --instance more.j
 python benchmarks/bench_heuristics_5b.py --ablation      # Elk-Dyn's port-aware parts, one by one
 
 Instances: the Elk artifact's calibration layer (48 ops, `noc_ns` in the bulk-synchronous
-reading; /work/shared/calibration) alone and stacked into k identical layers (op inputs shifted
+reading; docs/calibration.md) alone and stacked into k identical layers (op inputs shifted
 by 48 per layer, `layer` set), the zoo's Llama2-13B decode (batch 32, KV 2048, default chip)
 under each NoC occupancy (`bytes`, `bsp`; built with `noc_occupancy=`), and any instance files
 given. Each method optimizes the timing it is scored under: one run per method and timing.
@@ -37,7 +37,8 @@ from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from verify import check
 
-CALIBRATION = "/work/shared/calibration/elk-artifact-llama2-13b-b32-kv2048-layer.json"
+CALIBRATION = str(Path(__file__).resolve().parent.parent / "elk_opt" / "frontend" / "cost"
+                  / "data" / "elk-artifact-llama2-13b-b32-kv2048-layer.json")
 METHODS = ("basic", "static", "lhs", "elk-dyn", "elk-full")
 ABLATION = (("none", {"port_prices": 0, "port_score": 0, "hold_loads": 0}),
             ("prices only", {"port_score": 0, "hold_loads": 0}),

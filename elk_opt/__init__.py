@@ -8,6 +8,8 @@ no solver, ONNX, numpy or plotting library:
     instance = elk_opt.synthetic_instance(ops=24, seed=1)
     plan = elk_opt.solve(instance, "elk-full")
     elk_opt.verify(plan)["valid"]
+
+The formats, rules and timings are docs/spec.md; the terms, docs/glossary.md.
 """
 
 # ruff: noqa: F401  (the imports under TYPE_CHECKING re-export the API for type checkers)

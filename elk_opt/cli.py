@@ -48,8 +48,29 @@ class Parser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message}\n")
 
 
+DESCRIPTION = """\
+Schedule deep-learning models on inter-core-connected AI chips with off-chip
+HBM (Graphcore IPU class): per operator, which partition plan runs, how each
+core's SRAM is split between execution and preloads, the preload order, and
+how many preloads overlap each execute. Heuristics (the Elk paper's Basic,
+Static, Elk-Dyn, Elk-Full; an XLA-style LHS), exact CP-SAT and ILP models with
+proven optima and lower bounds, an independent checker, an event simulator."""
+
+EPILOG = """\
+start here:
+  elk-opt demo                           the main job on a built-in model
+  elk-opt instance llama2-13b -o i.json  a zoo model (or an ONNX file)
+  elk-opt solve i.json --method elk-full -o plan.json
+  verify plan.json                       check a plan, from any tool
+  elk-opt COMMAND --help                 one command's options
+
+docs, in the repository: README.md, docs/spec.md (formats, rules, timings),
+docs/glossary.md (terms, column headers), docs/api.md (Python API)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="elk-opt", description=__doc__.splitlines()[0])
+    parser = Parser(prog="elk-opt", description=DESCRIPTION, epilog=EPILOG,
+                    formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(f"elk_opt.commands.{name.replace('-', '_')}").register(sub)

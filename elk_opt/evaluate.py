@@ -1,4 +1,4 @@
-"""The analytic timing of DESIGN.md sections 5 and 5b, and the static SRAM use of rule R5.
+"""The analytic timing of docs/spec.md sections 5 and 5b, and the static SRAM use of rule R5.
 
 One pass over the program, linear in its length. Every method's claimed makespan is this
 function's makespan for the plan's timing; the simulator must reproduce it to the nanosecond

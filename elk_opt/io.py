@@ -3,7 +3,7 @@
 Loading never raises anything but `InputError`, whose message names the file, the field path
 and the offending value, e.g. `i.json: ops[12].exec_plans[3].space_bytes: must be a
 non-negative integer, got -5`. What is readable is one definition shared with `verify`, which
-implements it separately (docs/contract.md): a plan loads when `verify` finds it readable and
+implements it separately (docs/spec.md section 8): a plan loads when `verify` finds it readable and
 its program can be timed. Numbers stay where float64 is exact (MAX_INT, TIME_LIMIT_NS).
 A gzipped file (`*.json.gz`, as studies keep their plans) reads as the JSON inside it.
 Saving is atomic: a temporary file is renamed into place.
@@ -299,7 +299,7 @@ def instance_from_dict(raw: Any, source: str = "<instance>", path: str = "") -> 
 
 
 def _check_totals(ops: tuple[Op, ...], r: _Reader, path: str) -> None:
-    """Sums the semantics can form stay below 2**53 (docs/contract.md, supported range)."""
+    """Sums the semantics can form stay below 2**53 (docs/spec.md section 7)."""
     longest_run = sum(max(q.load_ns for q in op.preload_plans)
                       + max(op.exec_by_id[w.exec].time_ns + w.time_ns for w in op.warmup)
                       for op in ops)

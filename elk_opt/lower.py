@@ -8,7 +8,7 @@ Every core runs the same call list (SPMD), each on its own tile of every op:
 - `execute(op)` is `wait(done tag)`, then `distribute_data` (the warm-up: preload layout to
   execute layout over the NoC), then `local_execute`; it returns when every core has finished.
 
-Three synchronisation rules give the start rules of DESIGN.md sections 5 and 5b, and the
+Three synchronisation rules give the start rules of docs/spec.md sections 5 and 5b, and the
 simulator enforces exactly these: an execute blocks every later call until it returns; preloads
 run one at a time in call order (a DMA queue); a preload blocks only its own execute (through
 its tag). Release times become `not_before_ns` on the call. The calls carry what section 5b's

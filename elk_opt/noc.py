@@ -1,4 +1,4 @@
-"""What a load or an execute asks of one core's NoC port (DESIGN.md section 5b).
+"""What a load or an execute asks of one core's NoC port (docs/spec.md section 5b).
 
 Demands are integer permille of the port (`noc.link_bytes_per_s`). An instruction's work is
 the port time it needs alone: a plan's `noc_ns` when the cost model gave one, otherwise its

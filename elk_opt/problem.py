@@ -1,4 +1,4 @@
-"""The problem of DESIGN.md sections 1-3 as immutable data.
+"""The problem of docs/spec.md sections 1-3 as immutable data.
 
 Everything that builds, solves or scores a plan speaks these types; JSON lives in `elk_opt.io`.
 Times are integer nanoseconds and sizes integer bytes, as in the file formats.
@@ -17,7 +17,7 @@ Timing = Literal["separate-noc", "shared-noc"]
 STATUSES: tuple[str, ...] = ("optimal", "feasible", "heuristic")
 TOPOLOGIES: tuple[str, ...] = ("all_to_all", "mesh")
 TIMINGS: tuple[str, ...] = ("separate-noc", "shared-noc")
-DEFAULT_TIMING: Timing = "shared-noc"  # what new plans use (DESIGN.md section 5b)
+DEFAULT_TIMING: Timing = "shared-noc"  # what new plans use (docs/spec.md section 5b)
 ABSENT_TIMING: Timing = "separate-noc"  # what a plan file without "timing" means
 
 

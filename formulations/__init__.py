@@ -1,1 +1,1 @@
-"""Exact CP-SAT and ILP models of DESIGN.md sections 4-5, and lower bounds."""
+"""Exact CP-SAT and ILP models of docs/spec.md sections 4-5, and lower bounds."""

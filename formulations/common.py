@@ -3,7 +3,7 @@
 Both models keep the instance's execution order (rule R2's default) and decide, per op j, one
 compatible (preload, execute) pair, the execute position `slot[j]` its preload is issued
 before (0 <= slot[j] <= j) and, through start times, the preload order on the HBM. Timing is
-the max-plus recurrence of DESIGN.md section 5 written as `>=` constraints:
+the max-plus recurrence of docs/spec.md section 5 written as `>=` constraints:
     load_start[j] >= exec_end[slot[j] - 1]       (issued after E<slot-1>, waits for it)
     loads with load_ns > 0 never overlap on the HBM
     exec_start[i] >= load_end[i], exec_start[i] >= exec_end[i - 1]

@@ -1,4 +1,4 @@
-"""The CP-SAT model (OR-Tools) of DESIGN.md sections 4-5 and 5b (the method: cpsat.py).
+"""The CP-SAT model (OR-Tools) of docs/spec.md sections 4-5 and 5b (the method: cpsat.py).
 
 Per op: one Boolean per undominated compatible pair (exactly one true); issue literals
 `issued[j, i]` = "P<j> comes before E<i>" for i < j, monotone in i (their prefix form is the

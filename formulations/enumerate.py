@@ -86,7 +86,7 @@ class _Option:
 
 
 def _port_share(load_d: int, exec_d: int) -> tuple[int, int]:
-    """DESIGN.md 5b's max-min split of the port, written here from the text alone."""
+    """docs/spec.md 5b's max-min split of the port, written here from the text alone."""
     if not load_d or not exec_d or load_d + exec_d <= 1000:
         return load_d or 1, exec_d or 1
     small = min(load_d, exec_d, 500)
@@ -96,7 +96,7 @@ def _port_share(load_d: int, exec_d: int) -> tuple[int, int]:
 def enumerate_shared_optimum(instance: Instance, shared: bool = True) -> SharedBest | None:
     """The 5b optimum over every pair choice, preload order, issue point and release time.
 
-    Exhaustive in time: nanosecond by nanosecond (DESIGN.md 5b's shares, each instruction
+    Exhaustive in time: nanosecond by nanosecond (docs/spec.md 5b's shares, each instruction
     ending at the first ns its work reaches its units), whenever the HBM or the cores are idle
     and something could start, it branches on starting each candidate now or waiting one ns
     (a release time). Every schedule of a plan with integer releases is such a path, and

@@ -1,4 +1,4 @@
-"""The ILP model (PuLP) of DESIGN.md sections 4-5 and 5b, the `ilp` method and the LP bound.
+"""The ILP model (PuLP) of docs/spec.md sections 4-5 and 5b, the `ilp` method and the LP bound.
 
 A different encoding from the CP-SAT model, so each checks the other:
 - `pick[j, k]` one-hot pairs; `at[j, b]` one-hot issue slot, with prefix sums

@@ -51,7 +51,7 @@ def binding_releases(program: Sequence[Instr], load_ns: Sequence[int],
     """The releases that hold an instruction back in `schedule` (the others change nothing).
 
     An instruction's start without its release is the latest end among what the start rules
-    make it wait for (DESIGN.md 5 and 5b); a release not above that is not binding, and
+    make it wait for (docs/spec.md 5 and 5b); a release not above that is not binding, and
     dropping every such release leaves each start, hence the whole schedule, as it was.
     """
     keep: dict[Instr, int] = {}

@@ -1,7 +1,7 @@
 """A resumable section-5b replay, so that a heuristic can price many small program edits.
 
 `elk_opt.evaluate` is the judge of every plan; this module times the same programs by the same
-rules (DESIGN.md section 5b: one load and one execute active at most, the port split max-min
+rules (docs/spec.md section 5b: one load and one execute active at most, the port split max-min
 fairly when their demands exceed it), but keeps, at the start of every execute, the little
 state the rest of the replay depends on. An edit that leaves the program unchanged before some
 execute can then be re-timed from that execute on, and the re-timing stops as soon as it

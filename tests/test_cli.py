@@ -60,7 +60,7 @@ def test_demo_runs_and_verifies(capsys, tmp_path):
     assert main(["demo", "-o", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "elk-full" in out and "FAILED" not in out
-    assert "planned and timed under shared-noc (DESIGN.md section 5b)" in out
+    assert "planned and timed under shared-noc (docs/spec.md section 5b)" in out
     assert "sect. 5 ns" in out  # each plan also timed under section 5, for reference
     assert "1-layer slice: CP-SAT" in out
     assert json.loads((tmp_path / "basic.plan.json").read_text())["timing"] == "shared-noc"

@@ -4,7 +4,7 @@ Every file in the corpus below has one expected verdict, and both tools must giv
 - "unreadable": verify exits 2 and the loader raises InputError, both naming the field;
 - "untimable": the program or the chosen plan ids break R1, R3 or R4. verify reads the file,
   reports the broken rule and exits 1 (R5 and R6 unchecked); the loader, which must hand out
-  plans that can be evaluated, raises InputError naming the field (docs/contract.md);
+  plans that can be evaluated, raises InputError naming the field (docs/spec.md section 8);
 - "readable": the loader returns a plan and verify exits with the given code (0 valid, 1 for
   R2, R5 or R6 broken).
 """

@@ -35,7 +35,7 @@ from tests.strategies import random_instances, random_plans
 from tests.tiny import only_choice, parse, tiny_instance
 
 TESTS = Path(__file__).parent
-CALIBRATION = Path("/work/shared/calibration/elk-artifact-llama2-13b-b32-kv2048-layer.json")
+CALIBRATION = TESTS / "data" / "elk-artifact-llama2-13b-b32-kv2048-layer.json"
 
 
 def _fixtures() -> list[Path]:

@@ -77,7 +77,7 @@ def test_zero_load_and_zero_length_execute():
 
 
 def tick_replay(instance, choice, program, release):
-    """Section 5b replayed one nanosecond at a time, written from DESIGN.md alone.
+    """Section 5b replayed one nanosecond at a time, written from docs/spec.md alone.
 
     Each ns, every active instruction does its share of work; it ends at the first integer
     time its work reaches its units (duration x demand, or duration when the demand is 0).

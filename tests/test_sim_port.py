@@ -1,4 +1,4 @@
-"""Sharing `port` (only the NoC port shared) replays DESIGN.md section 5b to the nanosecond."""
+"""Sharing `port` (only the NoC port shared) replays docs/spec.md section 5b to the nanosecond."""
 
 from __future__ import annotations
 

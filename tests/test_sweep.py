@@ -49,7 +49,7 @@ def test_more_hbm_bandwidth_never_slows_the_plan(timing):
 
 
 def test_contention_only_slows_a_plan_against_section_5():
-    # DESIGN.md 6: the simulator with contention is never faster than section 5's timing
+    # docs/spec.md section 6: the simulator with contention is never faster than section 5's timing
     assert all(p.simulated_ns >= p.makespan_ns for p in points(small_cells("separate-noc")))
 
 

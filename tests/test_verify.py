@@ -138,7 +138,7 @@ def test_hand_timed_warmup_counts_as_port_work():
 
 def test_hand_timed_noc_ns_replaces_the_bytes():
     # port_instance gives port time through noc_ns (bytes are 0). P1 at 600 permille and E0 at
-    # 800 split 500/500: P1 ends at 22, E0 at 35, E1 35-40 (DESIGN.md 5b by hand).
+    # 800 split 500/500: P1 ends at 22, E0 at 35, E1 35-40 (docs/spec.md 5b by hand).
     inst = port_instance([(10, 0, 20, 16), (10, 6, 5, 0)])
     assert hand_makespan(inst, "P0 P1 E0 E1", "shared-noc") == 40
     assert hand_makespan(inst, "P0 P1 E0 E1", "separate-noc") == 35

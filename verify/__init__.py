@@ -1,4 +1,4 @@
-"""`verify plan.json`: the independent checker of DESIGN.md section 4.
+"""`verify plan.json`: the independent checker of docs/spec.md section 4.
 
 It imports nothing from the rest of elk-opt, so it can judge any tool's plans, ours included.
 """

@@ -1,10 +1,10 @@
-"""The independent checker of DESIGN.md section 4.
+"""The independent checker of docs/spec.md section 4.
 
 It reads the plan's raw JSON itself (`verify.reading`) and recomputes the timing of the plan's
 `timing` (section 5 or 5b) in its own code (`verify.timing`), so a bug in the project's loader
 or evaluator cannot hide behind itself. It collects every broken rule rather than stopping at
 the first. A file that is not structurally sound raises `Malformed` (exit 2); the program and
-the chosen plan ids are judged by the rules (R1-R4, exit 1), see docs/contract.md.
+the chosen plan ids are judged by the rules (R1-R4, exit 1), see docs/spec.md section 4.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What makes a plan file readable, checked on the raw JSON (DESIGN.md 2-3, docs/contract.md).
+"""What makes a plan file readable, checked on the raw JSON (docs/spec.md sections 2-4).
 
 The project's loader (`elk_opt.io`) implements the same definition separately; a test feeds
 both the same malformed files. Everything here is structure: a file that fails it has nothing
@@ -26,7 +26,7 @@ ABSENT_TIMING = "separate-noc"  # a plan written before section 5b
 STATUSES = ("optimal", "feasible", "heuristic")
 TOPOLOGIES = ("all_to_all", "mesh")
 MAX_INT = 2**53 - 1  # the largest integer float64 holds exactly, with all below it
-TIME_LIMIT_NS = 2**51  # see docs/contract.md, "Supported range of numbers"
+TIME_LIMIT_NS = 2**51  # see docs/spec.md section 7
 MAX_METADATA_DEPTH = 64  # nesting of a value under a key the format does not define
 
 PLAN_KEYS = frozenset({"format", "instance", "timing", "choice", "program", "release_ns",
@@ -315,7 +315,7 @@ def _read_op(raw: Any, index: int) -> Op:
 
 
 def _check_totals(ops: list[Op]) -> None:
-    """The sums DESIGN.md's semantics can form stay below 2**53 (docs/contract.md)."""
+    """The sums the timings can form stay below 2**53 (docs/spec.md section 7)."""
     time_total = sum(op.longest_ns for op in ops)
     space_total = sum(op.largest_bytes for op in ops)
     if time_total > TIME_LIMIT_NS:

@@ -1,4 +1,4 @@
-"""The two analytic timings of DESIGN.md, recomputed here from the text alone.
+"""The two analytic timings of docs/spec.md (sections 5, 5b), recomputed from the text alone.
 
 Section 5 ("separate-noc") is a max-plus recurrence in program order. Section 5b ("shared-noc")
 keeps its start rules but lets a load and an execute that overlap share one core's NoC port, so

@@ -2,7 +2,7 @@
 
 Notation, for a plan that executes in the instance's order (R2's default, every method here):
 S_k = start of E<k>, T = makespan, and per op its chosen pair's execute duration `run`
-(time + warm-up), load duration `load`, and port units `port_load`, `port_exec` (DESIGN.md 5b:
+(time + warm-up), load duration `load`, and port units `port_load`, `port_exec` (docs/spec.md 5b:
 duration x demand in permille-ns; 0 for an instruction of demand 0, which uses no port).
 Section 5b only slows instructions (a shared port never gives one more than its demand), so
 every duration below is at least its section-5 value under either timing.

@@ -2,7 +2,7 @@
 
 The logic of `elk-opt bound` (which prints and saves this report) and of `elk_opt.bound`.
 Each bound holds for every plan obeying R5 under the timing asked for (default shared-noc,
-DESIGN.md 5b), at any pair choice, preload order, issue points and releases; each row says for
+docs/spec.md 5b), at any pair choice, preload order, issue points and releases; each row says for
 which timings and execution orders. A bound of separate-noc holds for shared-noc too (sharing
 only slows); the port bounds need the shared port.
 

@@ -1,4 +1,4 @@
-"""The `elk-certificate/1` document (DESIGN.md section 3b): building one from a plan and bound
+"""The `elk-certificate/1` document (docs/spec.md section 3b): building one from a plan and bound
 rows, and the few definitions that building and checking share.
 
 The certificate states: `plan` (an `elk-plan/1` that `verify` accepts alone) has the analytic

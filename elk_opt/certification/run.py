@@ -20,7 +20,7 @@ class PlanBreaksRules(UsageError):
     """The plan to certify fails `verify`: there is nothing to certify."""
 
     def __init__(self, source: str, violations: list[str]) -> None:
-        super().__init__(f"{source}: the plan breaks {len(violations)} rule(s) of DESIGN.md "
+        super().__init__(f"{source}: the plan breaks {len(violations)} rule(s) of docs/spec.md "
                          "section 4 (see `verify`); nothing certified")
         self.violations = violations
 

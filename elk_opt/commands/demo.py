@@ -3,7 +3,7 @@
 Every heuristic schedules the full model; CP-SAT proves the optimum of a one-layer slice and
 the heuristics' gaps to it are measured; every plan is checked by the independent verifier and
 simulated with contention; one table is printed and the plots are written to a folder.
-Methods optimize the shared-noc timing (DESIGN.md 5b) unless `--timing` says otherwise; the
+Methods optimize the shared-noc timing (docs/spec.md 5b) unless `--timing` says otherwise; the
 table also times each plan under the other timing, to show what sharing the NoC port costs.
 """
 

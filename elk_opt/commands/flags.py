@@ -85,7 +85,7 @@ def output_dir(text: str) -> str:
 def add_timing(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timing", choices=TIMINGS, default=DEFAULT_TIMING,
                    help="the semantics every method optimizes and claims: shared-noc "
-                        "(DESIGN.md 5b, the default) or separate-noc (section 5)")
+                        "(docs/spec.md 5b, the default) or separate-noc (section 5)")
 
 
 def add_executor(p: argparse.ArgumentParser, executors: tuple[str, ...]) -> None:

@@ -14,6 +14,8 @@ from elk_opt.errors import UsageError
 from elk_opt.io import load_instance, write_atomic
 from elk_opt.problem import Instance, Op
 
+LISTED = 10  # op names shown when --op names none
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("plans", help="show (and plot) one op's partition plans",
@@ -30,9 +32,18 @@ def find_op(instance: Instance, key: str) -> tuple[int, Op]:
             return i, op
     if key.isdigit() and int(key) < len(instance.ops):
         return int(key), instance.ops[int(key)]
-    close = difflib.get_close_matches(key, [op.name for op in instance.ops], n=3)
+    names = [op.name for op in instance.ops]
+    close = difflib.get_close_matches(key, names, n=3)
     hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise UsageError(f"no op named {key!r} in {instance.name} ({len(instance.ops)} ops){hint}")
+    raise UsageError(f"no op named {key!r} in {instance.name}{hint}; give an index "
+                     f"0..{len(names) - 1} or a name: {_listing(names)}")
+
+
+def _listing(names: list[str]) -> str:
+    """Every name, or the first LISTED and how many more: one line even for a whole model."""
+    shown = ", ".join(names[:LISTED])
+    more = len(names) - LISTED
+    return f"{shown} (and {more:,} more)" if more > 0 else shown
 
 
 def run(args: argparse.Namespace) -> int:

@@ -9,7 +9,7 @@ from verify.cli import main as verify_main
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("verify", help="check plans against DESIGN.md section 4",
+    p = sub.add_parser("verify", help="check plans against docs/spec.md section 4",
                        description=DESCRIPTION)
     p.add_argument("plans", nargs="+", metavar="plan.json|DIR")
     p.add_argument("--json", action="store_true", help="print a machine-readable report")

@@ -17,7 +17,7 @@ when r divides R; the warm-up then replicates the missing (1 - r/R) share over t
 preload layout of a chosen pair is tiled to match its execute plan, so no other reshuffle is
 needed. Ops without HBM data get one empty preload plan. With "bsp" a preload plan's `noc_ns` is
 its NoC distribution time (the cost model's `load_noc_ns`); with "bytes" no plan has `noc_ns`
-and DESIGN.md section 5b derives the port work from the bytes.
+and docs/spec.md section 5b derives the port work from the bytes.
 """
 
 from __future__ import annotations
@@ -406,7 +406,7 @@ def thin(front: list[Candidate], limit: int, max_slowdown: float) -> list[Candid
 def search(work: Work, cores: int, sram_bytes: int, cost: CostModel,
            options: SearchOptions = DEFAULT_SEARCH,
            noc_occupancy: NocOccupancy = "bytes") -> OpPlans:
-    """The op's execute plans, preload plans and compatible pairs (section 1 of DESIGN.md).
+    """The op's execute plans, preload plans and compatible pairs (docs/spec.md section 1).
 
     `noc_occupancy` "bsp" gives every plan its port time as `noc_ns`; "bytes" gives none.
     """

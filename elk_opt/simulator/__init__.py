@@ -3,7 +3,7 @@
 `simulate(plan)` lowers the plan (`elk_opt.lower`), builds the chip's resources
 (`network`), replays the device program (`engine`) under one of three sharing models
 (`sharing`: `none`, `port` or `full`) and measures it (`metrics`). With sharing `none` it
-reproduces DESIGN.md section 5 exactly, with `port` (only the NoC port shared) section 5b; with
+reproduces docs/spec.md section 5 exactly, with `port` (only the NoC port shared) section 5b; with
 `full` contention a plan is only slower than section 5, and the result says how far it is from
 the plan's own analytic makespan and from section 5b's.
 """

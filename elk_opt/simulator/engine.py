@@ -13,7 +13,7 @@ end at `t + ceil(left / rate)` (exact models) or `t + left / rate` (`full`). At 
 and one execute phase run at once, so an event costs one small rate computation.
 
 The `none` and `port` models count integer work, so their replays are integers throughout and
-reproduce DESIGN.md sections 5 and 5b to the nanosecond; `full` is floating point, and flows
+reproduce docs/spec.md sections 5 and 5b to the nanosecond; `full` is floating point, and flows
 that end within a relative 1e-9 of each other end together.
 """
 

@@ -58,7 +58,7 @@ class SimResult:
     makespan_ns: int  # this replay's
     sharing: Sharing
     timing: Timing  # the plan's
-    analytic_makespan_ns: int  # under the plan's timing (DESIGN.md section 5 or 5b)
+    analytic_makespan_ns: int  # under the plan's timing (docs/spec.md section 5 or 5b)
     shared_noc_makespan_ns: int  # section 5b, on the chip simulated
     chip: str
     topology: str

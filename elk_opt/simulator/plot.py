@@ -32,7 +32,7 @@ WINDOW_OPS = 24  # ops in the detail window when the ops carry no layer
 AXIS_PX = 1250  # the Gantt's width in pixels (13 in at 110 dpi, less the margins)
 CHAR_PX = 5.5  # one character of a 7-point label, in pixels (DejaVu Sans averages 5)
 US = 1e-3
-SECTION = {"shared-noc": "DESIGN.md 5b", "separate-noc": "DESIGN.md 5"}
+SECTION = {"shared-noc": "spec 5b", "separate-noc": "spec 5"}
 LOAD, RUN, WARM = "tab:orange", "tab:blue", "lightskyblue"
 
 
@@ -79,7 +79,7 @@ def _title(r: SimResult, method: str | None, name: str | None) -> str:
                   f"{r.analytic_makespan_ns / 1e3:,.1f} us")
     if r.timing != "shared-noc" and r.shared_noc_makespan_ns not in (r.makespan_ns,
                                                                     r.analytic_makespan_ns):
-        replay += f" (DESIGN.md 5b: {r.shared_noc_makespan_ns / 1e3:,.1f} us)"
+        replay += f" (spec 5b: {r.shared_noc_makespan_ns / 1e3:,.1f} us)"
     b = r.breakdown
     return (f"{head}\nsimulated on {r.chip} ({r.topology}) with {r.label}: {replay}\n"
             f"overlapped {b.overlapped_ns / 1e3:,.0f} us, execute only "

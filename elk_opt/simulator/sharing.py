@@ -1,6 +1,6 @@
 """The three ways a replay shares the chip between a running load and a running execute.
 
-- `none`: nothing is shared; every activity runs at its uncontended speed. Reproduces DESIGN.md
+- `none`: nothing is shared; every activity runs at its uncontended speed. Reproduces docs/spec.md
   section 5 (`separate-noc`) exactly.
 - `port`: only one core's NoC port is shared, as section 5b defines it (HBM, SRAM ports and
   links ample). Each activity asks for its demand in integer permille of the port

@@ -2,7 +2,7 @@
 
 The baseline keeps its instances as files beside it, so a change to the front end or the
 synthetic generator cannot move the goalposts: only a change to a heuristic can change what
-it scores. Records are kept per timing (DESIGN.md 5 "separate-noc", 5b "shared-noc"), each
+it scores. Records are kept per timing (docs/spec.md 5 "separate-noc", 5b "shared-noc"), each
 checked under its own timing; refreshing one timing keeps the others' records for every
 instance whose file did not change. A heuristic regresses when it gets worse than its record
 by more than TOLERANCE; anything beating a recorded proven optimum is a bug, whatever the

@@ -1,6 +1,6 @@
 """The optimality-gap study: every method on every instance of a suite, against the truth.
 
-A cell is one (instance, method) under one timing (DESIGN.md 5 or 5b). Each finished cell is
+A cell is one (instance, method) under one timing (docs/spec.md 5 or 5b). Each finished cell is
 written at once to `DIR/cells/`, with the timing and time limit it ran under, so an interrupted
 study resumes where it stopped and a finished one re-runs without doing anything. Each plan is
 kept beside its cell, gzipped (`DIR/plans/`, the cell's `plan`; elk_opt.studies.plans), so

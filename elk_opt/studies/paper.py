@@ -1,7 +1,7 @@
 """The Elk paper's published Figures 17-18 averages and its implementation's measured results.
 
 Data, not code: the figures a reproduction is compared with, each labelled with what it is.
-Sources: the paper (MICRO 2025) text on Figures 17-18, and `shared/calibration/README.md` (its
+Sources: the paper (MICRO 2025) text on Figures 17-18, and docs/calibration.md (its
 public implementation, commit 8c6e814, run on Llama2-13B decode, batch 32, KV 2048).
 """
 

@@ -11,8 +11,8 @@ from pathlib import Path
 from elk_opt.io import write_atomic
 from elk_opt.studies.gap import Cell, Row, conflicts, with_gaps
 
-TIMING_NAMES = {"shared-noc": "shared-noc (DESIGN.md section 5b)",
-                "separate-noc": "separate-noc (DESIGN.md section 5)"}
+TIMING_NAMES = {"shared-noc": "shared-noc (docs/spec.md section 5b)",
+                "separate-noc": "separate-noc (docs/spec.md section 5)"}
 CSV_FIELDS = ("instance", "ops", "method", "family", "timing", "status", "makespan_ns",
               "lower_bound_ns", "reference_ns", "reference_kind", "gap", "sim_ns",
               "sim_contention_ns", "solve_s", "time_limit_s", "verified", "error", "plan")

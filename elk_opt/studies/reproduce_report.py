@@ -389,7 +389,7 @@ def _artifact_table(figure: Sequence[Cell], exact: Sequence[Cell]) -> list[str]:
     methods = paper.PAPER_METHODS
     lines = ["## Beside the Elk implementation on Llama2-13B, batch 32, KV 2048", "",
              "The artifact's makespans are its own timing on its own cost model "
-             "(shared/calibration/README.md); ours are each setting's makespans (Ideal: the "
+             "(docs/calibration.md in elk-opt); ours are each setting's makespans (Ideal: the "
              "bound). Times in microseconds.", "",
              "| source | layers | " + " | ".join(methods) + " | Elk-Full / Basic | "
              "Elk-Full / Static | Elk-Full % of Ideal |",

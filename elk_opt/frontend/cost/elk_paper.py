@@ -1,7 +1,7 @@
 """The `elk-paper` cost preset: the Elk paper's published implementation's cost rules.
 
 The rules are read from the calibration data measured from that implementation
-(`shared/calibration/README.md` and its one-layer table of Llama2-13B decode); each constant
+(docs/calibration.md and its one-layer table of Llama2-13B decode); each constant
 below says where it comes from. They are applied over this project's own partition search on
 any model and chip: figures the rules take from the IPU (cycle counts, the 5.5 GB/s exchange)
 are scaled to the chip's own compute, clock and port where the chip differs.
