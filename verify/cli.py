@@ -34,7 +34,8 @@ MAX_GUNZIPPED_BYTES = 2**30  # far above a 100,000-op plan
 PROGRESS_INTERVAL_S = 10.0  # a folder of large plans: a count line on stderr at most this often
 DESCRIPTION = ("Check elk-plan/1 files (plain or gzipped) against the rules a plan must obey "
                "(R1-R6: every op loaded and run once, dependencies, load before run, chosen "
-               "plans exist, SRAM fits, claims true). A folder checks every *.plan.json and "
+               "plans exist, SRAM fits, claims true; docs/spec.md section 4). A folder"
+               " checks every *.plan.json and "
                "*.plan.json.gz under it and prints one line per plan that fails, then a "
                "summary. Exit 0 all valid, 1 rules broken, 2 unreadable (2 wins over 1: any "
                "unreadable file gives 2).")
