@@ -24,11 +24,22 @@ PIPE_CLOSED = 128 + signal.SIGPIPE
 INTERRUPTED = 130
 
 
+MAX_BYTES = 2**30  # the most read of one file (an endless /dev/zero stops here)
+_CHUNK = 2**24  # read in pieces: an interrupt is handled between two
+
+
 def read(path: str) -> Any:
     """The parsed JSON document; raises Malformed with the file's problem."""
     try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
+        chunks: list[bytes] = []
+        size = 0
+        with open(path, "rb") as f:
+            while chunk := f.read(min(_CHUNK, MAX_BYTES + 1 - size)):
+                size += len(chunk)
+                if size > MAX_BYTES:
+                    raise Malformed(f"larger than {MAX_BYTES:,} bytes, the most verify reads")
+                chunks.append(chunk)
+        text = b"".join(chunks).decode("utf-8")
     except OSError as e:
         raise Malformed(f"cannot read: {e.strerror or e}") from None
     except UnicodeDecodeError as e:

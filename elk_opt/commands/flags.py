@@ -2,18 +2,21 @@
 
 Each type rejects a value the command could not use, before any work starts: argparse then
 prints one line naming the flag and the value, and the command exits 2. Numbers must be
-finite; counts positive; seeds non-negative; relative gaps within [0, 1]; an output file must
-be writable and not a directory; an output folder must not be an existing file.
+finite; counts positive and seeds non-negative, both within what the solvers take (a 32-bit
+int); relative gaps within [0, 1]; an output file must be writable and not a directory (`-`
+is standard output; a device or FIFO is written through, never replaced); an output folder
+must not be an existing file. `check_outputs` refuses an output that is also an input.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 from pathlib import Path
 
-from elk_opt.errors import InputError
-from elk_opt.io import check_writable
+from elk_opt.errors import InputError, UsageError
+from elk_opt.io import STDOUT, check_writable
 from elk_opt.problem import DEFAULT_TIMING, TIMINGS
 
 
@@ -63,13 +66,44 @@ def nonnegative_int(text: str) -> int:
     return value
 
 
-def output_file(text: str) -> str:
+class OutputPath(str):
+    """A path the command writes (an `output_file` flag's value); `-` is standard output."""
+
+
+def output_file(text: str) -> OutputPath:
     """A file the command will write (atomically); checked before the work that fills it."""
     try:
         check_writable(text)
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    return text
+    return OutputPath(text)
+
+
+def check_outputs(args: argparse.Namespace) -> list[OutputPath]:
+    """The command's outputs, once refused if one would overwrite an input named on the
+    command line or another output, or if more than one is standard output."""
+    outputs = [v for v in vars(args).values() if isinstance(v, OutputPath)]
+    if sum(out == STDOUT for out in outputs) > 1:
+        raise UsageError("only one output can be standard output (-)")
+    inputs = [v for value in vars(args).values()
+              for v in (value if isinstance(value, list) else [value])
+              if isinstance(v, str) and not isinstance(v, OutputPath) and v != STDOUT]
+    files = [out for out in outputs if out != STDOUT]
+    for k, out in enumerate(files):
+        for other in files[k + 1:]:
+            if _same_file(out, other):
+                raise UsageError(f"{out}: named as two outputs")
+        for name in inputs:
+            if _same_file(out, name) and os.path.isfile(out):
+                raise UsageError(f"{out}: is also an input ({name}); name another output")
+    return outputs
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either absent or unreadable: not one existing file
+        return os.path.realpath(a) == os.path.realpath(b) if a and b else False
 
 
 def output_dir(text: str) -> str:

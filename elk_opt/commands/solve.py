@@ -19,7 +19,7 @@ from elk_opt.commands.flags import (
 )
 from elk_opt.errors import UsageError
 from elk_opt.interrupts import sigint_restored
-from elk_opt.io import load_instance, save_plan
+from elk_opt.io import STDOUT, load_instance, save_plan
 from elk_opt.methods import METHODS, solve, with_warm_plan
 from elk_opt.problem import Claims
 from elk_opt.solution import SolveOptions
@@ -86,6 +86,8 @@ def _not_finite(item: str) -> Callable[[str], Any]:
 def run(args: argparse.Namespace) -> int:
     if args.output is None and args.export is None:
         raise UsageError("give -o plan.json, --export FILE, or both")
+    if args.export == STDOUT:
+        raise UsageError("--export writes a model and its sidecar: name a file, not -")
     if args.export is not None:
         from formulations.export import model_format
 
