@@ -46,7 +46,7 @@ from elk_opt.problem import (
 
 INSTANCE_FORMAT = "elk-instance/1"
 PLAN_FORMAT = "elk-plan/1"
-INSTR_PATTERN = re.compile(r"^([PE])(0|[1-9][0-9]*)$")
+INSTR_PATTERN = re.compile(r"([PE])(0|[1-9][0-9]*)")  # whole strings only: fullmatch
 MAX_INT = 2**53 - 1  # every integer read: the largest below which float64 is exact
 TIME_LIMIT_NS = 2**51  # an instance's longest possible run, and every release_ns
 MAX_METADATA_DEPTH = 64  # lists and objects nested in a value under an undefined key
@@ -128,6 +128,12 @@ def _is_int(value: Any) -> bool:
 
 def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
+
+
+def _limit_at(where: str) -> str:
+    """The largest integer a field at path `where` may hold, as the messages name it."""
+    return _limit_name(TIME_LIMIT_NS if re.match(r"(instance\.)?release_ns\b", where)
+                       else MAX_INT)
 
 
 def _limit_name(limit: int) -> str:
@@ -359,7 +365,7 @@ def parse_instr(text: Any) -> Instr | None:
     """`"P12"` -> `("P", 12)`; None when the text is not an instruction."""
     if not isinstance(text, str):
         return None
-    m = INSTR_PATTERN.match(text)
+    m = INSTR_PATTERN.fullmatch(text)
     return (m.group(1), int(m.group(2))) if m else None  # type: ignore[return-value]
 
 
@@ -419,6 +425,8 @@ def _program_from_list(raw: list, n: int, r: _Reader) -> list[Instr]:
     program: list[Instr] = []
     first: dict[Instr, int] = {}
     for k, text in enumerate(raw):
+        if not isinstance(text, str):
+            raise r.fail(f"program[{k}]", f"must be a string, got {_show(text)}")
         instr = parse_instr(text)
         if instr is None or instr[1] >= n:
             raise r.fail(f"program[{k}]", f"must be P<op> or E<op> with op < {n}, "
@@ -564,8 +572,8 @@ def _huge_literal(text: str, source: str, error: ValueError) -> InputError:
     while todo:
         value, where = todo.pop()
         if isinstance(value, _HugeLiteral):
-            return InputError(f"{source}: {where or 'document'}: must be at most 2**53 - 1, "
-                              f"got an integer of {int(value):,} digits")
+            return InputError(f"{source}: {where or 'document'}: must be at most "
+                              f"{_limit_at(where)}, got an integer of {int(value):,} digits")
         if isinstance(value, dict):
             todo.extend((v, _join(where, k)) for k, v in value.items())
         elif isinstance(value, list):

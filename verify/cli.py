@@ -7,6 +7,7 @@ exit 141 = 128 + SIGPIPE) and exits 130 on an interrupt; it writes no files.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import signal
@@ -110,18 +111,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("plans", nargs="+", metavar="plan.json")
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a name prints escaped
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return _run(args.plans, args.json)
     except BrokenPipeError:
         # Nobody reads on: stop quietly, and keep Python from failing again at its final flush.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return PIPE_CLOSED
     except KeyboardInterrupt:
         print("verify: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except OSError as e:  # stdout on a full device (ENOSPC) or a failing disk (EIO)
+        if e.filename is not None:
+            raise
+        print(f"verify: error: cannot write standard output ({e.strerror or e})",
+              file=sys.stderr)
+        _silence_stdout()
+        return UNREADABLE
+
+
+def _silence_stdout() -> None:
+    if sys.stdout is not None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _run(paths: list[str], as_json: bool) -> int:
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the verdict is the exit code
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
     worst = VALID
     reports = []
     for path in paths:

@@ -52,18 +52,30 @@ def unit_fraction(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
+INT32_MAX = 2**31 - 1  # what OR-Tools, HiGHS and numpy's default integers take
+MAX_THREADS = 1024  # threads or worker processes: far above any machine this runs on
+
+
+def _bounded(text: str, low: int, high: int, what: str) -> int:
     value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    if value > high:
+        raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _bounded(text, 1, INT32_MAX, "a positive integer")
 
 
 def nonnegative_int(text: str) -> int:
-    value = _integer(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
+    return _bounded(text, 0, INT32_MAX, "a non-negative integer")
+
+
+def thread_count(text: str) -> int:
+    """Threads or worker processes."""
+    return _bounded(text, 1, MAX_THREADS, "a positive integer")
 
 
 class OutputPath(str):
@@ -124,7 +136,7 @@ def add_timing(p: argparse.ArgumentParser) -> None:
 
 def add_executor(p: argparse.ArgumentParser, executors: tuple[str, ...]) -> None:
     p.add_argument("--executor", choices=executors, default="local")
-    p.add_argument("--workers", type=positive_int, default=None,
+    p.add_argument("--workers", type=thread_count, default=None,
                    help="worker processes (default: one per CPU)")
     p.add_argument("--address", default=None, help="scheduler address of an existing cluster")
 

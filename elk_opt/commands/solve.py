@@ -14,7 +14,7 @@ from elk_opt.commands.flags import (
     nonnegative_int,
     output_file,
     positive_float,
-    positive_int,
+    thread_count,
     unit_fraction,
 )
 from elk_opt.errors import UsageError
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "search; polish: each window)")
     p.add_argument("--gap", type=unit_fraction, default=None,
                    help="relative gap in [0, 1] at which exact solvers stop")
-    p.add_argument("--threads", type=positive_int, default=None)
+    p.add_argument("--threads", type=thread_count, default=None)
     p.add_argument("--seed", type=nonnegative_int, default=0)
     add_timing(p)
     p.add_argument("--warm-start", default=None, metavar="METHOD",
