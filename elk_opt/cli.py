@@ -103,12 +103,13 @@ _STDOUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EFBIG, 
 
 
 def _run(argv: Sequence[str] | None) -> int:
+    command = "elk-opt"
     try:
-        args = build_parser().parse_args(argv)
-    except SystemExit as e:  # --help, or a bad flag already reported in one line
-        return e.code if isinstance(e.code, int) else 2
-    command = f"elk-opt {args.command}"
-    try:
+        try:
+            args = build_parser().parse_args(argv)  # imports every command: may take seconds
+        except SystemExit as e:  # --help, or a bad flag already reported in one line
+            return e.code if isinstance(e.code, int) else 2
+        command = f"elk-opt {args.command}"
         outputs = check_outputs(args)
         with data_on_stdout() if STDOUT in outputs else contextlib.nullcontext():
             code = int(args.func(args) or 0)

@@ -88,7 +88,7 @@ def build(instance: Instance, restrict: Restrictions,
     def lowest(j: int) -> int:
         return fixed[j][1] if j in fixed else restrict.slot_low(j)
 
-    found = candidates(pairs, lowest) if shared else []
+    found = candidates(pairs, lowest, deadline) if shared else []
     stretch_load = {c.load for c in found if c.load_loses}
     stretch_exec = {c.exec for c in found if c.exec_loses}
 

@@ -109,7 +109,9 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
     cat = pulp.LpContinuous if relax else pulp.LpBinary
     clock = pulp.LpInteger if shared else pulp.LpContinuous  # 5b times are integers
     prob = pulp.LpProblem("elk", pulp.LpMinimize)
-    found = candidates(pairs, restrict.slot_low) if shared else []
+    found = candidates(pairs, restrict.slot_low, deadline) if shared else []
+    load_losing = {c.load for c in found if c.load_loses}  # once, not once per op
+    exec_losing = {c.exec for c in found if c.exec_loses}
 
     def binary(name: str) -> pulp.LpVariable:
         return pulp.LpVariable(name, 0, 1, cat)
@@ -130,12 +132,8 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
         prob.addConstraint(length >= total(j, attr), f"{name}_least")
         return length
 
-    load_len = {j: stretched(f"llen_{j}", "L", j, "load_ns", {c.load for c in found
-                                                               if c.load_loses})
-                for j in range(n)}
-    exec_len = [stretched(f"elen_{i}", "E", i, "run_ns", {c.exec for c in found
-                                                          if c.exec_loses})
-                for i in range(n)]
+    load_len = {j: stretched(f"llen_{j}", "L", j, "load_ns", load_losing) for j in range(n)}
+    exec_len = [stretched(f"elen_{i}", "E", i, "run_ns", exec_losing) for i in range(n)]
     es = [pulp.LpVariable(f"es_{i}", 0, None, clock) for i in range(n)]
     ee = [pulp.LpVariable(f"ee_{i}", 0) for i in range(n)]
     for i in range(n):

@@ -18,7 +18,7 @@ from elk_opt.commands.flags import (
     unit_fraction,
 )
 from elk_opt.errors import UsageError
-from elk_opt.interrupts import sigint_restored
+from elk_opt.interrupts import sigint_stops, stop_requested
 from elk_opt.io import STDOUT, load_instance, save_plan
 from elk_opt.methods import METHODS, solve, with_warm_plan
 from elk_opt.problem import Claims
@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
               file=sys.stderr)
-    with sigint_restored():
+    with sigint_stops():  # a Ctrl-C ends the search: its best plan so far is written
         if args.export is not None:
             from formulations.export import export_model
 
@@ -114,9 +114,11 @@ def run(args: argparse.Namespace) -> int:
             if args.output is None:
                 return 0
         plan = solve(instance, args.method, options)
+        stopped = stop_requested()
     save_plan(args.output, plan)
     assert plan.claims is not None
-    print(f"{args.method}: {claimed(plan.claims)}, {plan.claims.wall_s:.2f} s -> {args.output}")
+    print(f"{args.method}: {claimed(plan.claims)}, {plan.claims.wall_s:.2f} s"
+          f"{' (interrupted: the best plan so far)' if stopped else ''} -> {args.output}")
     return 0
 
 
