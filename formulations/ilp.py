@@ -212,8 +212,10 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
             prob += pulp.lpSum(count) <= restrict.max_pending, f"max_pending_{i}"
     port = None
     if shared:
-        port = add_port_rows(prob, pairs, pick, ls, load_len, es, exec_len, found, longest, big)
+        port = add_port_rows(prob, pairs, pick, ls, load_len, es, exec_len, found, longest, big,
+                             deadline)
         for (j, i), o in port.overlap.items():
+            deadline.check()
             prob += o <= longest["E", i] * by(j, i), f"ov_issued_{j}_{i}"
     prob += ee[-1]
     return IlpModel(prob, pairs, pick, at, order, ls, es, ee, pend, prefix, loads, timing,

@@ -176,7 +176,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if knobs["certify"] and not interrupt.seen:
         say("polish: LP relaxation bound...", enabled=options.progress)
         try:
-            lp = lp_bound(instance)
+            lp = lp_bound(instance, None if deadline is None
+                          else max(0.05, deadline - time.perf_counter()))
         except TooLarge:  # the Ideal bound stands alone
             lp = None
     lower = claimed_bound(instance, lp, makespan)
