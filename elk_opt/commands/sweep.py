@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict
@@ -97,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
     for stem, figure in figures.items():
         cells = sweep_cells(args.model, figure, methods, batch=args.batch, kv_len=args.kv_len,
                             layers=args.layers, timing=args.timing)
-        points = _run(stem, cells, args)
+        points = _run(stem, cells, args, out)
         order = {c: k for k, c in enumerate(cells)}
         points.sort(key=lambda p: order[p.cell])
         norm = normalised(points)
@@ -113,7 +114,8 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace) -> list[SweepPoint]:
+def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace,
+         out: Path) -> list[SweepPoint]:
     points: list[SweepPoint] = []
     try:
         with report_progress(len(cells), stem, unit="point", enabled=not args.quiet) as shown, \
@@ -126,8 +128,18 @@ def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace) -> lis
                                    f"{point.cell.method}: {point.simulated_ns:,} ns simulated"
                                    f"{'' if point.verified else ', PLAN FAILS VERIFY'}")
     except (KeyboardInterrupt, Terminated) as e:
-        e.add_note(f"{stem}: {len(points)} of {len(cells)} points done, none written (a "
-                   "sweep restarts from its first point)")
+        kept = ""
+        if points:  # what finished is kept; a sweep still restarts from its first point
+            order = {c: k for k, c in enumerate(cells)}
+            points.sort(key=lambda p: order[p.cell])
+            try:
+                norm = normalised(points)
+            except ValueError:  # the yardstick point of some mode did not finish
+                norm = dict.fromkeys(points, math.nan)
+            write_csv(points, norm, out / f"{stem}.partial.csv")
+            kept = f", written to {out / f'{stem}.partial.csv'}"
+        e.add_note(f"{stem}: {len(points)} of {len(cells)} points done{kept} (a sweep "
+                   "restarts from its first point)")
         raise
     return points
 
