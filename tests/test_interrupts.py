@@ -115,10 +115,10 @@ def test_an_interrupted_sweep_stops_cleanly(tmp_path, start):
     os.killpg(proc.pid, signal.SIGINT)
     line = _check_clean_end(proc, log, 130)
     done = int(re.search(r"(\d+) of 6 points done", line).group(1))
-    assert done >= 1 and f"written to {out / 'hbm.partial.csv'}" in line
-    rows = (out / "hbm.partial.csv").read_text().splitlines()
+    assert done >= 1 and f"written to {out / 'sweep.partial.csv'}" in line
+    rows = (out / "sweep.partial.csv").read_text().splitlines()
     assert len(rows) == 1 + done  # the header and every finished point
-    assert [p.name for p in out.iterdir()] == ["hbm.partial.csv"]
+    assert [p.name for p in out.iterdir()] == ["sweep.partial.csv"]
 
 
 def _gap_argv(tmp_path: Path, methods: str) -> list[str]:
