@@ -33,6 +33,7 @@ import pulp
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
+from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
@@ -510,14 +511,14 @@ def _unsolved(instance: Instance, options: SolveOptions, started: float, claims:
               stop: BaseException) -> Plan:
     """The warm-start plan when the model could not be built and handed over in time (or a
     SIGINT came first), like CP-SAT's answer when it finds nothing; else say why not."""
-    interrupted = isinstance(stop, KeyboardInterrupt)
+    interrupted = isinstance(stop, KeyboardInterrupt) or stop_requested()
     claims["solver_status"] = ("interrupted before the model was built" if interrupted
                                else "time limit reached before the model was built")
     plan = fallback(instance, options.warm_plan, "ilp", started, None, claims, options.timing)
     if plan is not None:
         return plan
     if interrupted:
-        raise stop
+        raise KeyboardInterrupt
     raise UsageError(f"ilp could not build its model of {len(instance.ops)} ops within "
                      f"{options.time_limit_s:g} s (give --warm-start METHOD to get that plan "
                      "back instead, or a longer --time-limit)")
