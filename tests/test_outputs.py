@@ -286,3 +286,19 @@ def test_lone_surrogates_in_names_print_escaped(tmp_path, capsys):
         code = subprocess.run([sys.executable, "-m", "elk_opt.cli", *args], capture_output=True,
                               timeout=120, check=False)
         assert code.returncode == 0 and b"Traceback" not in code.stderr, (args, code.stderr)
+
+
+@pytest.mark.parametrize("argv", [
+    ["gap", "--suite", "small", "-o", "{long}"],
+    ["instance", "{long}.onnx", "-q", "-o", "{tmp}/i.json"],
+    ["instance", "llama2-7b", "--chip", "{long}", "-q", "-o", "{tmp}/i.json"],
+    ["solve", "{long}", "--method", "basic", "-o", "{tmp}/p.json"],
+    ["simulate", "{long}"],
+    ["verify", "{long}"],
+])
+def test_names_longer_than_the_file_system_allows_are_one_line(tmp_path, capsys, argv):
+    from elk_opt.cli import main
+
+    fill = {"long": str(tmp_path / ("n" * 300)), "tmp": str(tmp_path)}
+    assert main([a.format(**fill) for a in argv]) == 2
+    _one_line(capsys.readouterr().err)

@@ -122,9 +122,11 @@ def output_dir(text: str) -> str:
     """A folder the command will create if needed."""
     if not text:
         raise argparse.ArgumentTypeError("output folder is empty")
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: exists and is not a directory")
+    try:
+        if Path(text).exists() and not Path(text).is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: exists and is not a directory")
+    except OSError as e:  # a name longer than the file system allows, a loop of links
+        raise argparse.ArgumentTypeError(f"{text[:40]}...: {e.strerror or e}") from None
     return text
 
 

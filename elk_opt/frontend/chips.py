@@ -9,6 +9,7 @@ says how the cost models report a plan's NoC port use by default (docs/models.md
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, cast
@@ -51,7 +52,7 @@ def load_chip(name_or_path: str) -> Chip:
     if name_or_path in chip_names():
         return _load_toml(DATA_DIR / f"{name_or_path}.toml")
     path = Path(name_or_path)
-    if path.suffix == ".toml" or path.exists():
+    if path.suffix == ".toml" or os.path.exists(path):  # never raises, unlike Path's
         return _load_toml(path)
     raise UsageError(f"unknown chip {name_or_path!r}; presets: {', '.join(chip_names())} "
                      "(or give a .toml file)")

@@ -135,8 +135,8 @@ def load_model(path: str | Path) -> onnx.ModelProto:
             head = f.read(4096)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError) as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    except OSError as e:  # a directory, no permission, a name too long
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     if head.lstrip()[:1] in (b"{", b"["):
         found = re.search(rb'"format"\s*:\s*"([^"]{1,40})"', head)
         what = f"an {found.group(1).decode(errors='replace')} file" if found else "JSON"
