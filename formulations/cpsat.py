@@ -236,13 +236,16 @@ class _Cut(Exception):
 def _cut_short(instance: Instance, options: SolveOptions, restrict: Restrictions,
                started: float, cut: _Cut) -> Plan:
     """The best plan found before the 5b model was built, with the section-5 bound."""
-    found = [p for p in (*cut.starts, cut.five.plan) if p is not None]
-    best = min(found, key=lambda p: p.claims.makespan_ns) if found else options.warm_plan
+    found = [(p.claims.makespan_ns, k, p, source) for k, (p, source) in enumerate(
+        [*((p, "a start re-timed under 5b") for p in cut.starts),
+         (cut.five.plan, "the section-5 model's plan"), (options.warm_plan, "warm start")])
+        if p is not None and p.claims is not None]
     params = {**restrict.claims(), "solver": "cp-sat", "model_timing": "shared-noc",
               "section5_bound_ns": cut.five.bound,
               "solver_status": f"{_stop_reason()} before the 5b model was solved"}
+    _m, _k, best, source = min(found, key=lambda x: x[:2]) if found else (0, 0, None, "")
     plan = fallback(instance, best, "cpsat", started, cut.five.bound, params, "shared-noc",
-                    "the best start found" if found else "warm start")
+                    source)
     if plan is not None:
         return plan
     return _not_built(instance, options, restrict, started)

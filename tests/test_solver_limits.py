@@ -74,6 +74,26 @@ def test_a_limit_no_model_can_meet_returns_the_warm_start_or_says_so(timing):
             method.solve(instance, SolveOptions(time_limit_s=1e-4, threads=1, timing=timing))
 
 
+def test_cpsat_cut_after_its_section5_phase_returns_the_best_plan_it_has(monkeypatch):
+    # under 5b, a limit (or a SIGINT) that comes after the section-5 solve keeps its plan
+    from formulations.deadline import OutOfTime
+    from verify.cli import json_report
+
+    def cut(*_args, **_kw):
+        raise OutOfTime
+
+    instance = synthetic_instance(ops=12, plans=3, seed=2, tightness=0.6)
+    warm = solve(instance, "basic", SolveOptions(timing="shared-noc"))
+    monkeypatch.setattr(cpsat, "_retimed", cut)
+    plan = cpsat.solve(instance, SolveOptions(threads=1, timing="shared-noc",
+                                              warm_start="basic", warm_plan=warm))
+    c = plan.claims
+    assert c.params["solver_status"] == "time limit reached before the 5b model was solved"
+    assert c.makespan_ns <= warm.claims.makespan_ns
+    assert c.params["section5_bound_ns"] <= c.lower_bound_ns <= c.makespan_ns
+    assert json_report(plan_to_dict(plan))["valid"]
+
+
 @pytest.mark.parametrize("timing", ["separate-noc", "shared-noc"])
 @pytest.mark.parametrize("method", ["basic", "static", "elk-dyn", "elk-full", "lhs", "ideal",
                                     "polish", "cpsat", "ilp"])
