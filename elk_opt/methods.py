@@ -64,7 +64,6 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None) 
     return run(instance, with_warm_plan(instance, method, options or SolveOptions()))
 
 
-MIN_LIMIT_S = 1e-3  # what a method is given when its warm start used up the time limit
 
 
 def with_warm_plan(instance: Instance, method: str, options: SolveOptions) -> SolveOptions:
@@ -78,7 +77,7 @@ def with_warm_plan(instance: Instance, method: str, options: SolveOptions) -> So
         options = replace(options, warm_start=warm_start, warm_plan=warm_plan)
         if options.time_limit_s is not None:
             left = options.time_limit_s - (time.perf_counter() - started)
-            options = replace(options, time_limit_s=max(MIN_LIMIT_S, left))
+            options = replace(options, time_limit_s=max(0.0, left))  # 0: no time left
     return options
 
 

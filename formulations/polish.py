@@ -22,6 +22,7 @@ from ortools.sat.python import cp_model
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
+from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.progress import say, track
 from elk_opt.solution import SolveOptions, make_plan
@@ -114,6 +115,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     knobs = _knobs(dict(options.params))
     if options.warm_plan is None:
         raise UsageError("polish needs a plan to start from: give --warm-start METHOD")
+    if options.time_limit_s is not None and time.perf_counter() - started >= options.time_limit_s:
+        return _unpolished(instance, options, knobs, started)  # its warm start used the limit
     timing = options.timing
     pairs = feasible_pairs(instance, timing)
     n = len(pairs)
@@ -189,6 +192,25 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                      started=started, timing=options.timing,
                      status="optimal" if lower == makespan else "feasible",
                      lower_bound_ns=lower, params=params, release_ns=inc.plan.release_ns)
+
+
+def _unpolished(instance: Instance, options: SolveOptions, knobs: dict, started: float) -> Plan:
+    """The warm start as it is, when no time is left to polish it (nor to build the window
+    models' pair tables, which take seconds at 20,000 ops)."""
+    warm = options.warm_plan
+    assert warm is not None
+    timed = evaluate(instance, warm.choice, warm.program, warm.release_ns, timing=options.timing)
+    if timed.peak_sram_bytes > instance.chip.sram_bytes:
+        raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
+    lower = claimed_bound(instance, None, timed.makespan_ns)
+    params = {"exec_order": "instance", **knobs, "passes": 0, "windows_solved": 0,
+              "windows_improved": 0, "start_makespan_ns": timed.makespan_ns,
+              "warm_start": options.warm_start, "model_timing": options.timing,
+              "stopped": "interrupted" if stop_requested() else "time limit"}
+    return make_plan(instance, warm.choice, warm.program, method="polish", started=started,
+                     timing=options.timing,
+                     status="optimal" if lower == timed.makespan_ns else "feasible",
+                     lower_bound_ns=lower, params=params, release_ns=warm.release_ns)
 
 
 def _accept(instance: Instance, pairs: list[list[Pair]], choice: list[Choice],
