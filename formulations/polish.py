@@ -37,6 +37,7 @@ from formulations.common import (
 )
 from formulations.cpsat_model import add_hint, build, read_times, solver_for
 from formulations.cpsat_run import Interrupt
+from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.ilp import TooLarge, lp_bound
 from formulations.replay import hinted_schedule, replay_shared
 
@@ -77,9 +78,10 @@ def _knobs(params: dict) -> dict:
 
 
 def _window_model(instance: Instance, pairs: list[list[Pair]], inc: Incumbent, first: int,
-                  stop: int, reach: int, timing: Timing):
+                  stop: int, reach: int, timing: Timing, deadline: Deadline = NO_DEADLINE):
     """The model with every op outside [first, stop) pinned to the incumbent (its pair, its
-    issue slot and its place in the HBM order; under 5b its times stay free)."""
+    issue slot and its place in the HBM order; under 5b its times stay free); OutOfTime once
+    `deadline` passes while it is built."""
     n = len(pairs)
     outside = [j for j in range(n) if not first <= j < stop]
     sub_pairs = [ps if first <= j < stop else [ps[inc.pick[j]]] for j, ps in enumerate(pairs)]
@@ -87,7 +89,7 @@ def _window_model(instance: Instance, pairs: list[list[Pair]], inc: Incumbent, f
     chain = sorted((j for j in outside if sub_pairs[j][0].load_ns > 0),
                    key=lambda j: (inc.load_start[j], j))
     cm = build(instance, Restrictions(window=reach), fixed=fixed, pairs=sub_pairs, chain=chain,
-               timing=timing)
+               timing=timing, deadline=deadline)
     add_hint(cm, instance, inc.plan)
     # Nothing the window decides can move what ends before its earliest possible issue slot:
     # freeze those executes, and the loads issued before it, at the incumbent's times (the
@@ -145,7 +147,14 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 if left is not None and left <= 0.05:
                     break
                 reach = width + max(j - s for j, s in enumerate(inc.slot))
-                cm = _window_model(instance, pairs, inc, first, stop, reach, timing)
+                try:
+                    cm = _window_model(instance, pairs, inc, first, stop, reach, timing,
+                                       Deadline(deadline))
+                except OutOfTime:
+                    break
+                left = None if deadline is None else deadline - time.perf_counter()
+                if left is not None and left <= 0.05:
+                    break
                 # with a work limit (per window), no wall limit of its own: repeatable
                 own = None if options.work_limit is not None else knobs["window_time"]
                 limit = own if left is None else left if own is None else min(own, left)
