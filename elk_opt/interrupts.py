@@ -2,6 +2,12 @@
 the process where it stands, so temporary files are removed, worker processes are ended and
 finished study cells are kept.
 
+A method solving one instance (`elk-opt solve`) runs under `sigint_stops`: there a SIGINT is
+a deadline that came early, and the method returns its best plan so far. Native solvers run
+in a worker thread while the main thread, which Python hands signals to, polls: a SIGINT
+stops the search with its incumbent, a SIGTERM stops it and unwinds once it has stopped
+(never while a solver thread still runs, which would abort the process).
+
 CP-SAT registers its own SIGINT handler for each solve (its `catch_sigint_signal`, on by
 default) and leaves SIGINT at the system default afterwards; `sigint_restored` puts Python's
 handler back, or the first Ctrl-C after an exact solve would kill the process before any
@@ -42,6 +48,47 @@ def install() -> None:
         return  # only the main thread can set handlers (elk-opt called from a thread)
     signal.signal(signal.SIGTERM, _raise_terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+_stop = threading.Event()  # a SIGINT asked the running method to stop (sigint_stops)
+_stopping_depth = [0]
+
+
+def stop_requested() -> bool:
+    """Whether, inside `sigint_stops`, a SIGINT asked the running method to stop with its best
+    so far: every deadline (elk_opt.deadline) reads it as its time being up."""
+    return _stopping_depth[0] > 0 and _stop.is_set()
+
+
+def stopping() -> bool:
+    """Whether a `sigint_stops` block is running (SIGINT then stops, not raises)."""
+    return _stopping_depth[0] > 0
+
+
+def _request_stop(_signum: int, _frame: FrameType | None) -> None:
+    if _stop.is_set():  # a second Ctrl-C: stop now, whatever is running
+        raise KeyboardInterrupt
+    _stop.set()
+
+
+@contextmanager
+def sigint_stops() -> Iterator[None]:
+    """Within: SIGINT asks the method running to stop and return its best plan so far (a
+    deadline that came early) instead of raising KeyboardInterrupt; a second SIGINT raises it.
+    Native solvers are stopped by their wait loops (formulations.cpsat_run, highs_run), which
+    poll `stop_requested`. Nests; only the main thread can set handlers."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, _request_stop)
+    if _stopping_depth[0] == 0:
+        _stop.clear()
+    _stopping_depth[0] += 1
+    try:
+        yield
+    finally:
+        _stopping_depth[0] -= 1
+        signal.signal(signal.SIGINT, previous if previous is not None else signal.SIG_DFL)
 
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})

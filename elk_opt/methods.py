@@ -7,6 +7,7 @@ A method is a function `(Instance, SolveOptions) -> Plan` returning a plan whose
 from __future__ import annotations
 
 import importlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Literal
@@ -57,17 +58,26 @@ def get_method(name: str) -> Method:
 
 
 def solve(instance: Instance, method: str, options: SolveOptions | None = None) -> Plan:
-    """Run a method; a warm start it asks for (or has by default) is solved first."""
+    """Run a method; a warm start it asks for (or has by default) is solved first, within the
+    same time limit (the method gets what the warm start left)."""
     run = get_method(method)
     return run(instance, with_warm_plan(instance, method, options or SolveOptions()))
 
 
+
+
 def with_warm_plan(instance: Instance, method: str, options: SolveOptions) -> SolveOptions:
-    """The options with the warm-start plan the method asks for (or has by default) solved."""
+    """The options with the warm-start plan the method asks for (or has by default) solved,
+    and the time limit reduced by what that took."""
     warm_start = options.warm_start or METHODS[method].default_warm_start
     if options.warm_plan is None and warm_start is not None:
-        warm_plan = solve(instance, warm_start, SolveOptions(timing=options.timing))
+        started = time.perf_counter()
+        warm_plan = solve(instance, warm_start, SolveOptions(timing=options.timing,
+                                                             time_limit_s=options.time_limit_s))
         options = replace(options, warm_start=warm_start, warm_plan=warm_plan)
+        if options.time_limit_s is not None:
+            left = options.time_limit_s - (time.perf_counter() - started)
+            options = replace(options, time_limit_s=max(0.0, left))  # 0: no time left
     return options
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from elk_opt.noc import shares
 from formulations.common import Pair
+from formulations.deadline import NO_DEADLINE, Deadline
 
 
 def losses(load_d: int, exec_d: int) -> tuple[int, int]:
@@ -63,11 +64,13 @@ class Candidate:
         return any(c.exec_loss for c in self.combos)
 
 
-def candidates(pairs: Sequence[Sequence[Pair]], lowest_slot: Callable[[int], int]
-               ) -> list[Candidate]:
-    """Every (load j, execute i) with lowest_slot(j) <= i < j whose demands can contend."""
+def candidates(pairs: Sequence[Sequence[Pair]], lowest_slot: Callable[[int], int],
+               deadline: Deadline = NO_DEADLINE) -> list[Candidate]:
+    """Every (load j, execute i) with lowest_slot(j) <= i < j whose demands can contend
+    (quadratic in ops: `deadline` is checked once per load)."""
     out = []
     for j, ps in enumerate(pairs):
+        deadline.check()
         load_ds = sorted({a.load_d for a in ps if a.load_ns and a.load_d})
         if not load_ds:
             continue

@@ -17,6 +17,7 @@ from ortools.sat.python import cp_model
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
+from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
@@ -31,6 +32,7 @@ from formulations.common import (
     warm_decisions,
 )
 from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, solver_for
+from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.model_map import VariableMap, pick_map
 from formulations.replay import replay_shared
@@ -92,13 +94,15 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     deadline = Deadline.after(options.time_limit_s, started)
     try:
         ready = prepare(instance, options, started, deadline)
+    except _Cut as cut:
+        return _cut_short(instance, options, restrict, started, cut)
     except OutOfTime:
         return _not_built(instance, options, restrict, started)
     if options.timing == "shared-noc":
         return _solve_shared(instance, options, restrict, started, ready)
     cm = ready.cm
     solver = solver_for(options, remaining(options.time_limit_s, started))
-    status = solver.solve(cm.model)
+    status = run_cpsat(solver, cm.model)
     params = {**ready.params, "solver_status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         raise _infeasible(instance, restrict)
@@ -122,14 +126,21 @@ def _infeasible(instance: Instance, restrict: Restrictions) -> UsageError:
                       + (f" under {restrict.claims()}" if restrict != Restrictions() else ""))
 
 
+def _stop_reason() -> str:
+    return "interrupted" if stop_requested() else "time limit reached"
+
+
 def _not_built(instance: Instance, options: SolveOptions, restrict: Restrictions,
                started: float) -> Plan:
-    """The warm start when the time limit passed before a model was built; else say so."""
+    """The warm start when the time limit (or a SIGINT) came before a model was built; else
+    say so."""
     plan = fallback(instance, options.warm_plan, "cpsat", started, None,
                     {**restrict.claims(), "solver": "cp-sat", "solver_status":
-                     "time limit reached before the model was built"}, options.timing)
+                     f"{_stop_reason()} before the model was built"}, options.timing)
     if plan is not None:
         return plan
+    if stop_requested():
+        raise KeyboardInterrupt
     raise UsageError(f"cpsat could not build its model of {len(instance.ops)} ops within "
                      f"{options.time_limit_s:g} s (give --warm-start METHOD to get that "
                      "plan back instead, or a longer --time-limit)")
@@ -160,7 +171,7 @@ def _section5(instance: Instance, options: SolveOptions, restrict: Restrictions,
     left = remaining(options.time_limit_s, started)
     solver = solver_for(replace(options, verbose=False),
                         None if left is None else SECTION5_SHARE * left)
-    status = solver.solve(cm.model)
+    status = run_cpsat(solver, cm.model)
     if status == cp_model.INFEASIBLE:
         raise _infeasible(instance, restrict)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
@@ -202,7 +213,7 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
     left = remaining(options.time_limit_s, started)
     solver = solver_for(replace(options, verbose=False, gap=None),
                         None if left is None else RETIME_SHARE * left, "shared-noc")
-    if solver.solve(cm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    if run_cpsat(solver, cm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # no better timing in time: the plan as it is still starts (and bounds) the search
         return make_plan(instance, plan.choice, plan.program, method="cpsat", started=started,
                          timing="shared-noc", release_ns=plan.release_ns)
@@ -213,19 +224,51 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
                      timing="shared-noc", release_ns=release)
 
 
+class _Cut(Exception):
+    """Under 5b the deadline (or a SIGINT) came after the section-5 solve: what it found, and
+    the starts re-timed so far, are the answer."""
+
+    def __init__(self, five: Section5, starts: list[Plan]):
+        super().__init__()
+        self.five, self.starts = five, starts
+
+
+def _cut_short(instance: Instance, options: SolveOptions, restrict: Restrictions,
+               started: float, cut: _Cut) -> Plan:
+    """The best plan found before the 5b model was built, with the section-5 bound."""
+    found = [(p.claims.makespan_ns, k, p, source) for k, (p, source) in enumerate(
+        [*((p, "a start re-timed under 5b") for p in cut.starts),
+         (cut.five.plan, "the section-5 model's plan"), (options.warm_plan, "warm start")])
+        if p is not None and p.claims is not None]
+    params = {**restrict.claims(), "solver": "cp-sat", "model_timing": "shared-noc",
+              "section5_bound_ns": cut.five.bound,
+              "solver_status": f"{_stop_reason()} before the 5b model was solved"}
+    _m, _k, best, source = min(found, key=lambda x: x[:2]) if found else (0, 0, None, "")
+    plan = fallback(instance, best, "cpsat", started, cut.five.bound, params, "shared-noc",
+                    source)
+    if plan is not None:
+        return plan
+    return _not_built(instance, options, restrict, started)
+
+
 def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
                     started: float, deadline: Deadline) -> Prepared:
     """The 5b model, hinted with the better of the re-timed warm start and section-5 plan."""
     five = _section5(instance, options, restrict, started, deadline)
-    own = _retimed(instance, restrict, five.plan, options, started, deadline)
-    warm = _retimed(instance, restrict, options.warm_plan, options, started, deadline)
-    starts = [p for p in (own, warm) if p is not None]
-    best = min(starts, key=lambda p: p.claims.makespan_ns) if starts else None
-    # Re-timed by the restricted model, each start obeys the restrictions: it bounds the
-    # restricted optimum from above.
-    upper = best.claims.makespan_ns if best is not None else None
-    cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=five.bound,
-               deadline=deadline)
+    retimed: list[Plan] = []
+    try:
+        own = _retimed(instance, restrict, five.plan, options, started, deadline)
+        retimed += [own] if own is not None else []
+        warm = _retimed(instance, restrict, options.warm_plan, options, started, deadline)
+        starts = [p for p in (own, warm) if p is not None]
+        best = min(starts, key=lambda p: p.claims.makespan_ns) if starts else None
+        # Re-timed by the restricted model, each start obeys the restrictions: it bounds the
+        # restricted optimum from above.
+        upper = best.claims.makespan_ns if best is not None else None
+        cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=five.bound,
+                   deadline=deadline)
+    except OutOfTime:
+        raise _Cut(five, retimed) from None
     add_hint(cm, instance, best)
     params = {**restrict.claims(), "solver": "cp-sat", "model_timing": "shared-noc",
               "section5_bound_ns": five.bound}
@@ -240,7 +283,7 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
     cm, five, best, warm, upper = ready.cm, ready.five, ready.best, ready.warm, ready.upper
     assert five is not None
     solver = solver_for(options, remaining(options.time_limit_s, started), "shared-noc")
-    status = solver.solve(cm.model)
+    status = run_cpsat(solver, cm.model)
     params = {**ready.params, "solver_status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         if upper is not None or five.bound is not None:

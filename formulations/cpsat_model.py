@@ -88,7 +88,7 @@ def build(instance: Instance, restrict: Restrictions,
     def lowest(j: int) -> int:
         return fixed[j][1] if j in fixed else restrict.slot_low(j)
 
-    found = candidates(pairs, lowest) if shared else []
+    found = candidates(pairs, lowest, deadline) if shared else []
     stretch_load = {c.load for c in found if c.load_loses}
     stretch_exec = {c.exec for c in found if c.exec_loses}
 
@@ -179,6 +179,7 @@ def build(instance: Instance, restrict: Restrictions,
     pending: dict[int, list] = {i: [] for i in range(n)}
     pend: dict[tuple[int, int], cp_model.IntVar] = {}
     for (j, i), lit in issued.items():
+        deadline.check()
         top = max(a.load_space for a in pairs[j])
         if top > 0:
             space = pend[j, i] = m.new_int_var(0, top, f"pend{j}_{i}")
@@ -189,11 +190,13 @@ def build(instance: Instance, restrict: Restrictions,
         m.add(total(i, "held_space") + sum(pending[i]) <= sram)
     if restrict.max_pending is not None:
         for i in range(n):
+            deadline.check()
             lits = [lit for (_j, k), lit in issued.items() if k == i]
             if len(lits) > restrict.max_pending:
                 m.add(sum(lits) <= restrict.max_pending)
     if restrict.fifo:
         for a, b in zip(loads, loads[1:], strict=False):
+            deadline.check()
             for i in range(restrict.slot_low(b), a):
                 if (b, i) in issued:
                     m.add_implication(issued[b, i], issued[a, i])
@@ -201,6 +204,7 @@ def build(instance: Instance, restrict: Restrictions,
         # chain's transitivity, so then every pair is ordered.
         ordered = combinations(loads, 2) if load_on else zip(loads, loads[1:], strict=False)
         for a, b in ordered:
+            deadline.check()
             both = [load_on[x] for x in (a, b) if x in load_on]
             m.add(load_end[a] <= load_start[b]).only_enforce_if(both)
     for a, b in zip(chain, chain[1:], strict=False):
@@ -212,7 +216,7 @@ def build(instance: Instance, restrict: Restrictions,
                  for j in loads}
         runs = [Span(exec_start[i], exec_end[i], exec_len.get(i, exec_end[i] - exec_start[i]),
                      max(stretch_limit(a.run_ns, a.run_d) for a in pairs[i])) for i in range(n)]
-        port = add_port(m, pairs, pick, spans, runs, issued, found, lowest, big)
+        port = add_port(m, pairs, pick, spans, runs, issued, found, lowest, big, deadline)
     makespan = exec_end[-1]
     if lower is not None:
         m.add(makespan >= lower)

@@ -20,6 +20,7 @@ from ortools.sat.python import cp_model
 from elk_opt.evaluate import Schedule
 from formulations.common import Pair
 from formulations.contention import Candidate, losses
+from formulations.deadline import NO_DEADLINE, Deadline
 
 
 @dataclass
@@ -57,9 +58,10 @@ def _literals(m: cp_model.CpModel, pairs: Sequence[Pair], pick: Sequence[cp_mode
 def add_port(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
              pick: Sequence[Sequence[cp_model.IntVar]], loads: Mapping[int, Span],
              execs: Sequence[Span], issued: Mapping[tuple[int, int], cp_model.IntVar],
-             found: list[Candidate], lowest: Callable[[int], int], big: int) -> PortVars:
+             found: list[Candidate], lowest: Callable[[int], int], big: int,
+             deadline: Deadline = NO_DEADLINE) -> PortVars:
     """Charge every candidate overlap its port losses and require each instruction's work,
-    then add the cuts of `_cover`."""
+    then add the cuts of `_cover`. OutOfTime once `deadline` passes (checked per candidate)."""
     load_vals: dict[int, set[int]] = {}
     exec_vals: dict[int, set[int]] = {}
     for c in found:
@@ -74,6 +76,7 @@ def add_port(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
     exec_loss: dict[tuple[int, int], cp_model.IntVar] = {}
     previous: dict[int, tuple] = {}  # per load, the order literals at its last candidate
     for c in found:
+        deadline.check()
         j, i = c.load, c.exec
         load, run = loads[j], execs[i]
         top = min(load.longest, run.longest)

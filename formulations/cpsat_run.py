@@ -1,70 +1,76 @@
-"""Solving CP-SAT models in a loop so that a Ctrl-C (SIGINT) ends the loop, not one solve.
+"""Running CP-SAT so that signals stop it at once, whatever the phase of a method.
 
 CP-SAT catches SIGINT itself and returns as if its time limit had passed, leaving no trace
-of the interrupt, so a method that solves model after model (polish, the window bound) would
-go on to the next one. Inside `with Interrupt() as interrupt:` a SIGINT is recorded instead
-(`interrupt.seen`) and stops the search in progress; `interrupt.solve` runs CP-SAT in a
-worker thread, with its own catching off, so that the main thread, which Python hands
-signals to, stays free to act on it. The loop checks `seen` and keeps what it has.
+of the interrupt, and a SIGTERM's Python handler cannot run while the main thread is inside
+the solver. So `solve` runs CP-SAT in a worker thread, with its own catching off, while the
+main thread, which Python hands signals to, polls: once a SIGINT asked the method to stop
+(`elk_opt.interrupts.stop_requested`, under `sigint_stops`) it stops the search, which keeps
+its best solution and bound; a KeyboardInterrupt or SIGTERM raised in the main thread stops
+the search too, and is raised again only once the solver thread has ended (a process that
+exits while CP-SAT's threads run aborts: "terminate called without an active exception").
+
+`Interrupt` is the loop form (polish, the window bound): `seen` says a SIGINT arrived, and
+the loop keeps what it has.
 """
 
 from __future__ import annotations
 
-import signal
 import threading
-from types import FrameType
 
 from ortools.sat.python import cp_model
 
+from elk_opt.interrupts import sigint_stops, stop_requested
+
+POLL_S = 0.1  # how often the main thread looks for a stop request
+
+
+def solve(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
+    """CP-SAT's status; after a stop request the solver holds its best solution and bound."""
+    if threading.current_thread() is not threading.main_thread():
+        return solver.solve(model)  # signals go to the main thread: nothing to listen for
+    solver.parameters.catch_sigint_signal = False
+    result: list[int] = []
+    failure: list[BaseException] = []
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            result.append(solver.solve(model))
+        except BaseException as e:  # handed to the caller's thread below
+            failure.append(e)
+        finally:
+            done.set()
+
+    threading.Thread(target=work, daemon=True).start()
+    try:
+        while not done.wait(POLL_S):  # wakes up so that a signal's handler can run
+            if stop_requested():
+                solver.stop_search()  # harmless if repeated, or before the solve began
+    except BaseException:  # KeyboardInterrupt, Terminated: stop, wait, then unwind
+        while not done.wait(POLL_S):
+            solver.stop_search()
+        raise
+    if failure:
+        raise failure[0]
+    return result[0]
+
 
 class Interrupt:
+    """`with Interrupt() as interrupt:` a SIGINT stops the solve in progress and sets `seen`."""
+
     def __init__(self) -> None:
-        self.seen = False
-        self._solver: cp_model.CpSolver | None = None
-        self._previous = None
-        self._listening = False
+        self._stops = sigint_stops()
 
     def __enter__(self) -> Interrupt:
-        self._listening = threading.current_thread() is threading.main_thread()
-        if self._listening:
-            self._previous = signal.signal(signal.SIGINT, self._handle)
+        self._stops.__enter__()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        if self._listening:
-            signal.signal(signal.SIGINT, self._previous)
+        self._stops.__exit__(*exc)
 
-    def _handle(self, _signum: int, _frame: FrameType | None) -> None:
-        self.seen = True
-        if self._solver is not None:
-            self._solver.stop_search()
+    @property
+    def seen(self) -> bool:
+        return stop_requested()
 
     def solve(self, solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
-        """CP-SAT's status; after a SIGINT the solver holds its best solution and bound."""
-        if not self._listening:
-            return solver.solve(model)
-        solver.parameters.catch_sigint_signal = False
-        result: list[int] = []
-        failure: list[BaseException] = []
-        done = threading.Event()
-
-        def work() -> None:
-            try:
-                result.append(solver.solve(model))
-            except BaseException as e:  # handed to the caller's thread below
-                failure.append(e)
-            finally:
-                done.set()
-
-        self._solver = solver
-        try:
-            if self.seen:
-                solver.stop_search()
-            threading.Thread(target=work, daemon=True).start()
-            while not done.wait(0.1):  # wakes up so that a SIGINT's handler can run
-                pass
-        finally:
-            self._solver = None
-        if failure:
-            raise failure[0]
-        return result[0]
+        return solve(solver, model)

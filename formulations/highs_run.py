@@ -17,6 +17,8 @@ import threading
 
 import highspy
 
+from elk_opt.interrupts import stop_requested, stopping
+
 
 def new_highs(verbose: bool) -> highspy.Highs:
     """A solver whose banner and log appear (on stderr) only when `verbose`."""
@@ -45,23 +47,35 @@ def run_interruptible(h: highspy.Highs) -> bool:
     """Run the solver; True if a SIGINT stopped it (its best solution is kept).
 
     Like CP-SAT, it listens for SIGINT during the solve even where the process was started
-    with SIGINT ignored (a background job of a script).
+    with SIGINT ignored (a background job of a script). Under `sigint_stops` a SIGINT that
+    arrived before (in model building) stops it at once. A SIGTERM (Terminated) cancels the
+    solve and is raised again once HiGHS has returned, never while its threads run.
     """
     h.HandleUserInterrupt = True
     listening = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler) if listening else None
+    previous = None
+    if listening and not stopping():
+        previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     interrupted = False
     try:
         h.startSolve()
         while True:
             try:
                 done, _status = h.wait(0.1)
+                if not done and stop_requested() and not interrupted:
+                    interrupted = True
+                    h.cancelSolve()
             except KeyboardInterrupt:
                 interrupted = True
                 h.cancelSolve()
                 continue
+            except BaseException:  # Terminated: cancel, wait for HiGHS to return, unwind
+                h.cancelSolve()
+                while not h.wait(0.1)[0]:
+                    pass
+                raise
             if done:
                 return interrupted
     finally:
-        if listening:
+        if previous is not None:
             signal.signal(signal.SIGINT, previous)

@@ -33,6 +33,7 @@ import pulp
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
+from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
@@ -109,7 +110,9 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
     cat = pulp.LpContinuous if relax else pulp.LpBinary
     clock = pulp.LpInteger if shared else pulp.LpContinuous  # 5b times are integers
     prob = pulp.LpProblem("elk", pulp.LpMinimize)
-    found = candidates(pairs, restrict.slot_low) if shared else []
+    found = candidates(pairs, restrict.slot_low, deadline) if shared else []
+    load_losing = {c.load for c in found if c.load_loses}  # once, not once per op
+    exec_losing = {c.exec for c in found if c.exec_loses}
 
     def binary(name: str) -> pulp.LpVariable:
         return pulp.LpVariable(name, 0, 1, cat)
@@ -130,12 +133,8 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
         prob.addConstraint(length >= total(j, attr), f"{name}_least")
         return length
 
-    load_len = {j: stretched(f"llen_{j}", "L", j, "load_ns", {c.load for c in found
-                                                               if c.load_loses})
-                for j in range(n)}
-    exec_len = [stretched(f"elen_{i}", "E", i, "run_ns", {c.exec for c in found
-                                                          if c.exec_loses})
-                for i in range(n)]
+    load_len = {j: stretched(f"llen_{j}", "L", j, "load_ns", load_losing) for j in range(n)}
+    exec_len = [stretched(f"elen_{i}", "E", i, "run_ns", exec_losing) for i in range(n)]
     es = [pulp.LpVariable(f"es_{i}", 0, None, clock) for i in range(n)]
     ee = [pulp.LpVariable(f"ee_{i}", 0) for i in range(n)]
     for i in range(n):
@@ -214,8 +213,10 @@ def build(instance: Instance, restrict: Restrictions, relax: bool = False,
             prob += pulp.lpSum(count) <= restrict.max_pending, f"max_pending_{i}"
     port = None
     if shared:
-        port = add_port_rows(prob, pairs, pick, ls, load_len, es, exec_len, found, longest, big)
+        port = add_port_rows(prob, pairs, pick, ls, load_len, es, exec_len, found, longest, big,
+                             deadline)
         for (j, i), o in port.overlap.items():
+            deadline.check()
             prob += o <= longest["E", i] * by(j, i), f"ov_issued_{j}_{i}"
     prob += ee[-1]
     return IlpModel(prob, pairs, pick, at, order, ls, es, ee, pend, prefix, loads, timing,
@@ -510,14 +511,14 @@ def _unsolved(instance: Instance, options: SolveOptions, started: float, claims:
               stop: BaseException) -> Plan:
     """The warm-start plan when the model could not be built and handed over in time (or a
     SIGINT came first), like CP-SAT's answer when it finds nothing; else say why not."""
-    interrupted = isinstance(stop, KeyboardInterrupt)
+    interrupted = isinstance(stop, KeyboardInterrupt) or stop_requested()
     claims["solver_status"] = ("interrupted before the model was built" if interrupted
                                else "time limit reached before the model was built")
     plan = fallback(instance, options.warm_plan, "ilp", started, None, claims, options.timing)
     if plan is not None:
         return plan
     if interrupted:
-        raise stop
+        raise KeyboardInterrupt
     raise UsageError(f"ilp could not build its model of {len(instance.ops)} ops within "
                      f"{options.time_limit_s:g} s (give --warm-start METHOD to get that plan "
                      "back instead, or a longer --time-limit)")

@@ -20,6 +20,7 @@ import pulp
 from elk_opt.evaluate import Schedule
 from formulations.common import Pair
 from formulations.contention import Candidate
+from formulations.deadline import NO_DEADLINE, Deadline
 
 
 @dataclass
@@ -43,11 +44,14 @@ def add_port_rows(prob: pulp.LpProblem, pairs: Sequence[Sequence[Pair]],
                   load_len: dict[int, pulp.LpAffineExpression],
                   exec_start: Sequence[pulp.LpVariable],
                   exec_len: Sequence[pulp.LpAffineExpression], found: list[Candidate],
-                  longest: dict[tuple[str, int], int], big: int) -> PortRows:
-    """Add the overlap, loss and work rows; `longest[("L"|"E", op)]` bounds lengths."""
+                  longest: dict[tuple[str, int], int], big: int,
+                  deadline: Deadline = NO_DEADLINE) -> PortRows:
+    """Add the overlap, loss and work rows; `longest[("L"|"E", op)]` bounds lengths.
+    OutOfTime once `deadline` passes (checked per candidate)."""
     rows = PortRows({}, {}, {}, {}, found)
     lost_by: dict[tuple[str, int], list[pulp.LpVariable]] = {}
     for c in found:
+        deadline.check()
         j, i = c.load, c.exec
         ls, le = load_start[j], load_start[j] + load_len[j]
         es, ee = exec_start[i], exec_start[i] + exec_len[i]

@@ -22,6 +22,7 @@ from ortools.sat.python import cp_model
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
+from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.progress import say, track
 from elk_opt.solution import SolveOptions, make_plan
@@ -36,6 +37,7 @@ from formulations.common import (
 )
 from formulations.cpsat_model import add_hint, build, read_times, solver_for
 from formulations.cpsat_run import Interrupt
+from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.ilp import TooLarge, lp_bound
 from formulations.replay import hinted_schedule, replay_shared
 
@@ -76,9 +78,10 @@ def _knobs(params: dict) -> dict:
 
 
 def _window_model(instance: Instance, pairs: list[list[Pair]], inc: Incumbent, first: int,
-                  stop: int, reach: int, timing: Timing):
+                  stop: int, reach: int, timing: Timing, deadline: Deadline = NO_DEADLINE):
     """The model with every op outside [first, stop) pinned to the incumbent (its pair, its
-    issue slot and its place in the HBM order; under 5b its times stay free)."""
+    issue slot and its place in the HBM order; under 5b its times stay free); OutOfTime once
+    `deadline` passes while it is built."""
     n = len(pairs)
     outside = [j for j in range(n) if not first <= j < stop]
     sub_pairs = [ps if first <= j < stop else [ps[inc.pick[j]]] for j, ps in enumerate(pairs)]
@@ -86,7 +89,7 @@ def _window_model(instance: Instance, pairs: list[list[Pair]], inc: Incumbent, f
     chain = sorted((j for j in outside if sub_pairs[j][0].load_ns > 0),
                    key=lambda j: (inc.load_start[j], j))
     cm = build(instance, Restrictions(window=reach), fixed=fixed, pairs=sub_pairs, chain=chain,
-               timing=timing)
+               timing=timing, deadline=deadline)
     add_hint(cm, instance, inc.plan)
     # Nothing the window decides can move what ends before its earliest possible issue slot:
     # freeze those executes, and the loads issued before it, at the incumbent's times (the
@@ -114,6 +117,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     knobs = _knobs(dict(options.params))
     if options.warm_plan is None:
         raise UsageError("polish needs a plan to start from: give --warm-start METHOD")
+    if options.time_limit_s is not None and time.perf_counter() - started >= options.time_limit_s:
+        return _unpolished(instance, options, knobs, started)  # its warm start used the limit
     timing = options.timing
     pairs = feasible_pairs(instance, timing)
     n = len(pairs)
@@ -142,7 +147,14 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 if left is not None and left <= 0.05:
                     break
                 reach = width + max(j - s for j, s in enumerate(inc.slot))
-                cm = _window_model(instance, pairs, inc, first, stop, reach, timing)
+                try:
+                    cm = _window_model(instance, pairs, inc, first, stop, reach, timing,
+                                       Deadline(deadline))
+                except OutOfTime:
+                    break
+                left = None if deadline is None else deadline - time.perf_counter()
+                if left is not None and left <= 0.05:
+                    break
                 # with a work limit (per window), no wall limit of its own: repeatable
                 own = None if options.work_limit is not None else knobs["window_time"]
                 limit = own if left is None else left if own is None else min(own, left)
@@ -176,7 +188,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if knobs["certify"] and not interrupt.seen:
         say("polish: LP relaxation bound...", enabled=options.progress)
         try:
-            lp = lp_bound(instance)
+            lp = lp_bound(instance, None if deadline is None
+                          else max(0.05, deadline - time.perf_counter()))
         except TooLarge:  # the Ideal bound stands alone
             lp = None
     lower = claimed_bound(instance, lp, makespan)
@@ -188,6 +201,25 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                      started=started, timing=options.timing,
                      status="optimal" if lower == makespan else "feasible",
                      lower_bound_ns=lower, params=params, release_ns=inc.plan.release_ns)
+
+
+def _unpolished(instance: Instance, options: SolveOptions, knobs: dict, started: float) -> Plan:
+    """The warm start as it is, when no time is left to polish it (nor to build the window
+    models' pair tables, which take seconds at 20,000 ops)."""
+    warm = options.warm_plan
+    assert warm is not None
+    timed = evaluate(instance, warm.choice, warm.program, warm.release_ns, timing=options.timing)
+    if timed.peak_sram_bytes > instance.chip.sram_bytes:
+        raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
+    lower = claimed_bound(instance, None, timed.makespan_ns)
+    params = {"exec_order": "instance", **knobs, "passes": 0, "windows_solved": 0,
+              "windows_improved": 0, "start_makespan_ns": timed.makespan_ns,
+              "warm_start": options.warm_start, "model_timing": options.timing,
+              "stopped": "interrupted" if stop_requested() else "time limit"}
+    return make_plan(instance, warm.choice, warm.program, method="polish", started=started,
+                     timing=options.timing,
+                     status="optimal" if lower == timed.makespan_ns else "feasible",
+                     lower_bound_ns=lower, params=params, release_ns=warm.release_ns)
 
 
 def _accept(instance: Instance, pairs: list[list[Pair]], choice: list[Choice],

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import time
 
-from elk_opt.bounds.cheap import best_cheap_bound
+from elk_opt.bounds.cheap import cheap_bound_by
+from elk_opt.deadline import Deadline
 from elk_opt.problem import Choice, Instance, Instr, Op, Plan, PreloadPlan
 from elk_opt.solution import SolveOptions, make_plan
 
@@ -43,6 +44,18 @@ def _alone(op: Op, exec_id: int, sram: int) -> PreloadPlan:
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
+    choice, program, early = decisions(instance)
+    return make_plan(instance, choice, program, method="basic", started=started,
+                     timing=options.timing,
+                     lower_bound_ns=cheap_bound_by(instance, options.timing,
+                                                   Deadline.after(options.time_limit_s,
+                                                                  started)),
+                     params={"preloaded_early": early})
+
+
+def decisions(instance: Instance) -> tuple[list[Choice], list[Instr], int]:
+    """Basic's choice and program (one linear pass), and how many preloads it issued early:
+    also the plan a searching heuristic falls back on when cut before its first schedule."""
     sram = instance.chip.sram_bytes
     ops = instance.ops
     execs = [_fastest_exec(op, sram) for op in ops]
@@ -62,7 +75,4 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         preloads.append(q)
     program.append(("E", len(ops) - 1))
     choice = [Choice(exec=e, preload=q.id) for e, q in zip(execs, preloads, strict=True)]
-    return make_plan(instance, choice, program, method="basic", started=started,
-                     timing=options.timing,
-                     lower_bound_ns=best_cheap_bound(instance, options.timing),
-                     params={"preloaded_early": early})
+    return choice, program, early

@@ -5,6 +5,7 @@ budget's region as a cap on the preloads' lead (heuristics.inductive.preload_reg
 
 from __future__ import annotations
 
+from elk_opt.deadline import NO_DEADLINE, Deadline
 from elk_opt.evaluate import evaluate
 from elk_opt.problem import Choice, Instance, Instr, Timing, program_from_issue
 from heuristics.ladders import Ladder, OpLadders, op_classes
@@ -55,16 +56,23 @@ def plan_for_budget(instance: Instance, budget: int, ladders: tuple[list[int], l
     return choice, program_from_issue(range(n), issued_before, range(n))
 
 
-def best_budget(instance: Instance, timing: Timing) -> tuple[int, int, list[Choice],
-                                                             tuple[Instr, ...], int]:
-    """(makespan, budget, choice, program, budgets tried) of the best budget under `timing`."""
+def best_budget(instance: Instance, timing: Timing, deadline: Deadline = NO_DEADLINE
+                ) -> tuple[int, int, list[Choice], tuple[Instr, ...], int]:
+    """(makespan, budget, choice, program, budgets tried) of the best budget under `timing`;
+    once `deadline` passes, of the budgets tried so far (at least one, the largest first: it
+    executes every op with its fastest plan that fits)."""
     ladders = op_classes(instance)
     budgets = _budgets(ladders[1], instance.chip.sram_bytes)
+    budgets = budgets[-1:] + budgets[:-1]
     best = None
+    tried = 0
     for x in budgets:
+        if tried and deadline.passed():
+            break
+        tried += 1
         choice, program = plan_for_budget(instance, x, ladders)
         makespan = evaluate(instance, choice, program, timing=timing).makespan_ns
-        if best is None or makespan < best[0]:
+        if best is None or (makespan, x) < best[:2]:
             best = (makespan, x, choice, program)
     assert best is not None
-    return (*best, len(budgets))
+    return (*best, tried)

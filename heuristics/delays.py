@@ -23,6 +23,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from elk_opt.deadline import NO_DEADLINE, Deadline
 from elk_opt.noc import PORT
 from elk_opt.problem import Choice, Instance, Instr, Timing
 from heuristics.replay import Costs, Issue, adopt, replay, retime
@@ -42,11 +43,13 @@ class Delayed:
 
 
 def delay_loads(instance: Instance, choice: Sequence[Choice], program: Sequence[Instr],
-                timing: Timing, reorder: bool, sweeps: int = SWEEPS) -> Delayed:
+                timing: Timing, reorder: bool, sweeps: int = SWEEPS,
+                deadline: Deadline = NO_DEADLINE) -> Delayed:
     """The program with loads held back where that pays.
 
     Without `reorder` a load is held back with every load after it (the preload order kept:
-    only the issue points change); with it, the load alone, so loads behind it pass it.
+    only the issue points change); with it, the load alone, so loads behind it pass it. Once
+    `deadline` passes, the loads held back so far are kept and the pass ends.
     """
     costs = Costs.of(instance, choice, timing)
     issue = Issue.of(program, costs)
@@ -58,6 +61,8 @@ def delay_loads(instance: Instance, choice: Sequence[Choice], program: Sequence[
     for _ in range(sweeps):
         changed = False
         for j in tuple(issue.loads):
+            if deadline.passed():
+                break
             x = issue.slot[j]
             start, end = timeline.load_start[x], timeline.load_end[x]
             # executes at positions first..last-1 overlap the load; issuing the load after

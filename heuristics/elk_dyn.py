@@ -5,13 +5,15 @@ where they would slow a NoC-heavy execute more than waiting costs (heuristics.in
 heuristics.delays), the preload order kept. Knobs (SolveOptions.params, 0 or 1, default 1),
 for ablations: port_prices, port_score, hold_loads, preload_region
 (heuristics.inductive.PortAware); with all four 0 it is the paper's Elk-Dyn, scored under 5b.
+The time limit (or a SIGINT under `elk-opt solve`) ends the search with the best schedule so
+far (`stopped` in the params); cut before its first schedule, it returns Basic's plan.
 """
 
 from __future__ import annotations
 
 import time
 
-from elk_opt.bounds.cheap import best_cheap_bound
+from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
@@ -22,6 +24,7 @@ from heuristics.inductive import (
     preload_regions,
     schedule_best,
 )
+from heuristics.limits import basic_instead, deadline_of, stopped_params
 
 KNOBS = {"port_prices": "prices", "port_score": "score", "hold_loads": "hold",
          "preload_region": "region"}
@@ -38,17 +41,21 @@ def port_aware(options: SolveOptions) -> PortAware:
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
+    deadline = deadline_of(options, started)
     aware = port_aware(options)
     found = schedule_best(instance, range(len(instance.ops)),
-                          ladder_sets(instance, options.timing, aware), options.timing,
-                          reorder=False, aware=aware,
-                          regions=preload_regions(instance, options.timing, aware))
-    assert found is not None  # the identity order never forces a pending preload
+                          ladder_sets(instance, options.timing, aware, deadline),
+                          options.timing, reorder=False, aware=aware,
+                          regions=preload_regions(instance, options.timing, aware, deadline),
+                          deadline=deadline)
+    if found is None:  # the identity order never forces a pending preload: cut by the limit
+        return basic_instead(instance, options, "elk-dyn", started)
     counts = preload_counts(found.program)
     return make_plan(instance, found.choice, found.program, method="elk-dyn",
                      started=started, timing=options.timing,
-                     lower_bound_ns=best_cheap_bound(instance, options.timing),
-                     params={**dict(options.params), "load_weight": found.load_weight,
+                     lower_bound_ns=cheap_bound_by(instance, options.timing, deadline),
+                     params={**dict(options.params), **stopped_params(found.stopped),
+                             "load_weight": found.load_weight,
                              "port_priced": found.port_priced, "preload_region": found.region,
                              "loads_held_back": found.held_back,
                              "max_preload_count": max(counts, default=0),

@@ -11,8 +11,9 @@ is never worse than Elk-Dyn. The identity picks the ladder set and preload regio
 keeps Elk-Full within a few times Elk-Dyn's time (trying every set and region for the
 finalists too was 2.5-5x slower and changed one of six large cells, by 0.5%). Knobs
 (SolveOptions.params): max_shift (2), screen_layers (4), finalists (4), max_orders (1000:
-candidates beyond it, in enumeration order, are not tried);
-the time limit, if any, stops the screening early.
+candidates beyond it, in enumeration order, are not tried).
+The time limit (or a SIGINT under `elk-opt solve`) ends every phase, the best plan so far
+returned with `stopped` in its params; cut before its first schedule, it returns Basic's.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import dataclasses
 import itertools
 import time
 
-from elk_opt.bounds.cheap import best_cheap_bound
+from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.progress import track
@@ -34,6 +35,7 @@ from heuristics.inductive import (
     preload_regions,
     schedule_best,
 )
+from heuristics.limits import basic_instead, deadline_of, stopped_params
 from heuristics.orders import Template, find_template, full_order, layer_orders
 
 DEFAULTS = {"max_shift": 2, "screen_layers": 4, "finalists": 4, "max_orders": 1000}
@@ -76,19 +78,21 @@ def _slice(instance: Instance, template: Template, layers: int) -> tuple[Instanc
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
+    deadline = deadline_of(options, started)
     knobs = _knobs(options)
     n = len(instance.ops)
-    sets = ladder_sets(instance, options.timing)
-    regions = preload_regions(instance, options.timing)
+    sets = ladder_sets(instance, options.timing, deadline=deadline)
+    regions = preload_regions(instance, options.timing, deadline=deadline)
     found = schedule_best(instance, tuple(range(n)), sets, options.timing, reorder=True,
-                          regions=regions)
-    assert found is not None  # the identity order never forces a pending preload
+                          regions=regions, deadline=deadline)
+    if found is None:  # the identity order never forces a pending preload: cut by the limit
+        return basic_instead(instance, options, "elk-full", started)
     best: Scheduled = found
     best_layer: tuple[int, ...] | None = None
     of_op, classes = sets[0].ladders
     template = find_template(instance, of_op)
     tried = screened = 0
-    if template is not None:
+    if template is not None and not deadline.passed():
         layer_ladders = [classes[of_op[template.starts[0] + k]] for k in range(template.width)]
         candidates = list(itertools.islice(
             layer_orders(template, layer_ladders, instance.chip.sram_bytes, knobs["max_shift"]),
@@ -101,8 +105,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         scored: list[tuple[int, int, tuple[int, ...]]] = []
         for k, layer in enumerate(track(candidates, "elk-full: orders screened", unit="order",
                                         enabled=options.progress)):
-            if options.time_limit_s is not None and \
-                    time.perf_counter() - started > options.time_limit_s:
+            if deadline.passed():
                 break
             got = schedule_best(sub, full_order(len(sub.ops), sub_template, layer), sub_sets,
                                 options.timing, reorder=True, sweeps=1, regions=(found.region,))
@@ -110,16 +113,20 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             if got is not None:
                 scored.append((got.makespan_ns, k, layer))
         for _m, _k, layer in sorted(scored)[:knobs["finalists"]]:
+            if deadline.passed():
+                break
             got = schedule_best(instance, full_order(n, template, layer), final_sets,
-                                options.timing, reorder=True, regions=(found.region,))
+                                options.timing, reorder=True, regions=(found.region,),
+                                deadline=deadline)
             tried += 1
             if got is not None and got.makespan_ns < best.makespan_ns:
                 best, best_layer = got, layer
     counts = preload_counts(best.program)
     return make_plan(instance, best.choice, best.program, method="elk-full",
                      started=started, timing=options.timing,
-                     lower_bound_ns=best_cheap_bound(instance, options.timing),
-                     params={**knobs, "orders_screened": screened, "orders_scheduled": tried + 1,
+                     lower_bound_ns=cheap_bound_by(instance, options.timing, deadline),
+                     params={**knobs, **stopped_params(found.stopped or deadline.passed()),
+                             "orders_screened": screened, "orders_scheduled": tried + 1,
                              "layer_preload_order": list(best_layer or ()) or "identity",
                              "load_weight": best.load_weight, "port_priced": best.port_priced,
                              "preload_region": best.region, "loads_held_back": best.held_back,

@@ -58,11 +58,13 @@ weights are additions (on tight synthetic instances the first pass alone lost to
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from bisect import insort
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from elk_opt.deadline import NO_DEADLINE, Deadline, OutOfTime
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.noc import shares
 from elk_opt.problem import Choice, Instance, Instr, Timing, program_from_issue
@@ -73,7 +75,11 @@ from heuristics.ladders import Ladder, OpLadders, op_classes
 
 NEG = -(1 << 62)
 ROUNDS = 8  # most instances settle within three
-LOAD_WEIGHTS = (1.0, 0.5)  # prices of a load ns against an execute ns tried (heuristics.ladders)
+LOAD_WEIGHTS = (1.0, 0.5)
+# Preloads pending at one execute, at most (unless the order forces more): Llama2 decode
+# graphs use up to 50; without a cap a chain of small ops keeps hundreds pending and every op
+# scores hundreds of candidates (quadratic: 20,000 ops did not finish in 300 s).
+MAX_PENDING = 64  # prices of a load ns against an execute ns tried (heuristics.ladders)
 
 
 @dataclass(frozen=True)
@@ -183,7 +189,8 @@ def _allocate(sram: int, execute: Ladder, pend: list[int], q_lad: list[Ladder | 
 def schedule(instance: Instance, order: Sequence[int],
              ladders: tuple[list[int], list[OpLadders]],
              ref: Reference | None = None, port_score: bool = True,
-             region: int | None = None) -> Decisions | None:
+             region: int | None = None, max_pending: int | None = None,
+             deadline: Deadline = NO_DEADLINE) -> Decisions | None:
     """Inductive scheduling under preload order `order`; None if the order cannot fit SRAM.
 
     Without `ref` each candidate is scored from an idle HBM; with it, from the state the
@@ -191,7 +198,13 @@ def schedule(instance: Instance, order: Sequence[int],
     the execute at the cut shares the port with the loads queued beside it (rungs' demands,
     all 0 under separate-noc). With a `region`, no execute has preloads pending beyond the
     ones the order forces once their bytes (at their rungs so far) exceed it.
+
+    At most `max_pending` preloads (MAX_PENDING by default) are pending at an execute unless the
+    order forces more: each op then costs O(max_pending) candidates, so a pass is linear in
+    ops where SRAM would hold hundreds of small preloads (a 20,000-op chain). OutOfTime once
+    `deadline` passes (checked once per op).
     """
+    max_pending = MAX_PENDING if max_pending is None else max_pending
     ops = instance.ops
     n = len(ops)
     sram = instance.chip.sram_bytes
@@ -214,6 +227,7 @@ def schedule(instance: Instance, order: Sequence[int],
     g: dict[int, int] = {}
     window: list[tuple[int, int]] = []  # (pos, op) of ops issued before E<i+1> and after i
     for i in range(n - 1, -1, -1):
+        deadline.check()
         execute = classes[of_op[i]].execute
         if i + 1 < n:
             insort(window, (pos[i + 1], i + 1))
@@ -249,7 +263,7 @@ def schedule(instance: Instance, order: Sequence[int],
         # fast path: pending ops at their current rungs, queue scored incrementally
         fast_total, fast_clock, fast_max = execute.space[0], own_load, NEG
         beside = _Beside(max(0, own_load), execute.run[0], execute.demand[0] if port else 0)
-        for cand in range(lo, t_next + 1):
+        for cand in range(lo, max(lo, min(t_next, i + 1 + max_pending)) + 1):
             while npend < len(window) and window[npend][0] < cand:
                 j = window[npend][1]
                 lad = q_lad[j]
@@ -325,15 +339,20 @@ def schedule(instance: Instance, order: Sequence[int],
 
 def schedule_refined(instance: Instance, order: Sequence[int],
                      ladders: tuple[list[int], list[OpLadders]], timing: Timing,
-                     rounds: int = ROUNDS, port_score: bool = True, region: int | None = None
-                     ) -> tuple[Decisions, Schedule] | None:
-    """Schedule, then reschedule against the best timing so far while the makespan improves."""
-    first = schedule(instance, order, ladders, region=region)
+                     rounds: int = ROUNDS, port_score: bool = True, region: int | None = None,
+                     deadline: Deadline = NO_DEADLINE) -> tuple[Decisions, Schedule] | None:
+    """Schedule, then reschedule against the best timing so far while the makespan improves
+    (and `deadline` allows: OutOfTime only if the first schedule is cut)."""
+    first = schedule(instance, order, ladders, region=region, deadline=deadline)
     if first is None:
         return None
     best = (first, evaluate(instance, first.choice, first.program, timing=timing))
     for _ in range(rounds):
-        again = schedule(instance, order, ladders, Reference.of(*best), port_score, region)
+        try:
+            again = schedule(instance, order, ladders, Reference.of(*best), port_score, region,
+                             deadline=deadline)
+        except OutOfTime:
+            break
         if again is None:
             break
         timed = evaluate(instance, again.choice, again.program, timing=timing)
@@ -365,25 +384,28 @@ class LadderSet:
     ladders: Ladders
 
 
-def ladder_sets(instance: Instance, timing: Timing, aware: PortAware = PortAware()
-                ) -> list[LadderSet]:
+def ladder_sets(instance: Instance, timing: Timing, aware: PortAware = PortAware(),
+                deadline: Deadline = NO_DEADLINE) -> list[LadderSet]:
     """Ladders under every load weight (rungs carry port demands under shared-noc); under
-    shared-noc, with `aware.prices`, also priced by the port climate."""
+    shared-noc, with `aware.prices`, also priced by the port climate. Once `deadline` passes,
+    the sets made so far (at least the first)."""
     shared = timing == "shared-noc"
-    climates = [None]
-    if shared and aware.prices:
-        climates.append(Climate.of(instance))
-    return [LadderSet(w, climate is not None, op_classes(instance, w, climate, shared))
-            for climate in climates for w in LOAD_WEIGHTS]
+    sets = [LadderSet(w, False, op_classes(instance, w, None, shared)) for w in LOAD_WEIGHTS
+            if w == LOAD_WEIGHTS[0] or not deadline.passed()]
+    if shared and aware.prices and not deadline.passed():
+        climate = Climate.of(instance)
+        sets += [LadderSet(w, True, op_classes(instance, w, climate, shared))
+                 for w in LOAD_WEIGHTS if not deadline.passed()]
+    return sets
 
 
-def preload_regions(instance: Instance, timing: Timing, aware: PortAware = PortAware()
-                    ) -> tuple[int | None, ...]:
+def preload_regions(instance: Instance, timing: Timing, aware: PortAware = PortAware(),
+                    deadline: Deadline = NO_DEADLINE) -> tuple[int | None, ...]:
     """Caps on the preloads' lead to try: none, and under shared-noc (with `aware.region`) the
-    preload region of Static's best execute budget."""
-    if timing != "shared-noc" or not aware.region:
+    preload region of Static's best execute budget (of those tried by `deadline`)."""
+    if timing != "shared-noc" or not aware.region or deadline.passed():
         return (None,)
-    budget = best_budget(instance, timing)[1]
+    budget = best_budget(instance, timing, deadline)[1]
     return (None, instance.chip.sram_bytes - budget)
 
 
@@ -398,33 +420,43 @@ class Scheduled:
     port_priced: bool
     region: int | None  # the cap on pending preload bytes it was scheduled under, if any
     held_back: int  # loads the port-aware pass issued later than the inductive schedule did
+    stopped: bool = False  # the deadline (or a SIGINT) ended the search: the best so far
 
 
 def schedule_best(instance: Instance, order: Sequence[int], sets: Sequence[LadderSet],
                   timing: Timing, reorder: bool, sweeps: int = SWEEPS,
                   aware: PortAware = PortAware(),
-                  regions: Sequence[int | None] = (None,)) -> Scheduled | None:
+                  regions: Sequence[int | None] = (None,),
+                  deadline: Deadline = NO_DEADLINE) -> Scheduled | None:
     """The refined schedule under every ladder set and region, its loads held back where
     contention costs more than waiting (heuristics.delays, at most `sweeps` sweeps: the preload
     order kept, then, with `reorder`, loads also let others pass); the best makespan (first on
-    ties)."""
+    ties). Once `deadline` passes, the best so far, marked `stopped` (None if none was
+    finished)."""
     best = None
-    for region in regions:
-        for lad in sets:
+    tries = [(region, lad) for region in regions for lad in sets]
+    for k, (region, lad) in enumerate(tries):
+        try:
             got = schedule_refined(instance, order, lad.ladders, timing, port_score=aware.score,
-                                   region=region)
-            if got is None:
-                continue
-            decisions = got[0]
-            delayed = delay_loads(instance, decisions.choice, decisions.program, timing, False,
-                                  sweeps if aware.hold else 0)
-            if reorder:
-                delayed = delay_loads(instance, decisions.choice, delayed.program, timing, True,
-                                      sweeps if aware.hold else 0)
-            if best is None or delayed.makespan_ns < best.makespan_ns:
-                best = Scheduled(decisions.choice, delayed.program, delayed.makespan_ns,
-                                 lad.load_weight, lad.port_priced, region,
-                                 held_back(decisions.program, delayed.program))
+                                   region=region, deadline=deadline)
+        except OutOfTime:
+            break
+        if got is None:
+            continue
+        decisions = got[0]
+        delayed = delay_loads(instance, decisions.choice, decisions.program, timing, False,
+                              sweeps if aware.hold else 0, deadline)
+        if reorder:
+            delayed = delay_loads(instance, decisions.choice, delayed.program, timing, True,
+                                  sweeps if aware.hold else 0, deadline)
+        if best is None or delayed.makespan_ns < best.makespan_ns:
+            best = Scheduled(decisions.choice, delayed.program, delayed.makespan_ns,
+                             lad.load_weight, lad.port_priced, region,
+                             held_back(decisions.program, delayed.program))
+        if k + 1 < len(tries) and deadline.passed():
+            break
+    if best is not None and deadline.passed():
+        best = dataclasses.replace(best, stopped=True)
     return best
 
 

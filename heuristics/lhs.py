@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import time
 
-from elk_opt.bounds.cheap import best_cheap_bound
+from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.problem import Choice, Instance, Instr, Plan, program_from_issue
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics.ladders import op_classes
+from heuristics.limits import deadline_of
 
 MAX_RERUNS = 64  # then fall back to no loads ahead
 
@@ -61,5 +62,6 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     program: tuple[Instr, ...] = program_from_issue(range(n), issued_before, range(n))
     return make_plan(instance, choice, program, method="lhs", started=started,
                      timing=options.timing,
-                     lower_bound_ns=best_cheap_bound(instance, options.timing),
+                     lower_bound_ns=cheap_bound_by(instance, options.timing,
+                                                   deadline_of(options, started)),
                      params={"memory_limit_bytes": limit, "reruns": reruns})

@@ -13,16 +13,20 @@ from __future__ import annotations
 
 import time
 
-from elk_opt.bounds.cheap import best_cheap_bound
+from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics.budgets import best_budget
+from heuristics.limits import deadline_of, stopped_params
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
-    _m, x, choice, program, tried = best_budget(instance, options.timing)
+    deadline = deadline_of(options, started)
+    _m, x, choice, program, tried = best_budget(instance, options.timing, deadline)
+    stopped = deadline.passed()
     return make_plan(instance, choice, program, method="static", started=started,
                      timing=options.timing,
-                     lower_bound_ns=best_cheap_bound(instance, options.timing),
-                     params={"exec_budget_bytes": x, "budgets_tried": tried})
+                     lower_bound_ns=cheap_bound_by(instance, options.timing, deadline),
+                     params={"exec_budget_bytes": x, "budgets_tried": tried,
+                             **stopped_params(stopped)})

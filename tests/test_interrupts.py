@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -113,5 +114,37 @@ def test_an_interrupted_sweep_stops_cleanly(tmp_path, start):
     _wait_for(lambda: "[sweep 1/6]" in log.read_text(), proc, log)
     os.killpg(proc.pid, signal.SIGINT)
     line = _check_clean_end(proc, log, 130)
-    assert "of 6 points done, none written" in line
-    assert list(out.iterdir()) == []
+    done = int(re.search(r"(\d+) of 6 points done", line).group(1))
+    assert done >= 1 and f"written to {out / 'sweep.partial.csv'}" in line
+    rows = (out / "sweep.partial.csv").read_text().splitlines()
+    assert len(rows) == 1 + done  # the header and every finished point
+    assert [p.name for p in out.iterdir()] == ["sweep.partial.csv"]
+
+
+def _gap_argv(tmp_path: Path, methods: str) -> list[str]:
+    (tmp_path / "suite.toml").write_text(SUITE)
+    return ["gap", "--suite", str(tmp_path / "suite.toml"), "--methods", methods,
+            "-o", str(tmp_path / "study")]
+
+
+def test_sigkill_to_a_gap_study_ends_its_workers(tmp_path, start):
+    # SIGKILL cannot be caught: the workers must notice their parent died on their own
+    log = tmp_path / "stderr.txt"
+    argv = [*_gap_argv(tmp_path, "basic,cpsat"), "--workers", "2", "--time-limit", "120"]
+    proc = start(argv, log)
+    cells = tmp_path / "study" / "cells"
+    _wait_for(lambda: len(list(cells.glob("*.json"))) == 3, proc, log)
+    proc.send_signal(signal.SIGKILL)  # the main process only, not its group
+    proc.wait(timeout=60)
+    assert _group_is_gone(proc.pid, seconds=60), "workers or the resource tracker outlived it"
+
+
+def test_two_identical_gap_runs_into_one_folder_compute_each_cell_once(tmp_path):
+    argv = [*_gap_argv(tmp_path, "basic,static,lhs"), "--workers", "1", "--time-limit", "10"]
+    runs = [subprocess.Popen(["elk-opt", *argv], stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    errs = [run.communicate(timeout=300)[1] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], errs
+    computed = sum(len(re.findall(r"^\[\d+/6\] ", err, re.M)) for err in errs)
+    assert computed == 6, errs  # 2 instances x 3 methods, each once across both runs
+    assert len(list((tmp_path / "study" / "cells").glob("*.json"))) == 6

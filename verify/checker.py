@@ -16,7 +16,7 @@ from typing import Any
 from verify.reading import Document, Op, gc_paused, read_plan, show
 from verify.timing import Step, port_demand, port_work_ns, separate_makespan, shared_makespan
 
-_INSTR = re.compile(r"^([PE])(0|[1-9][0-9]*)$")
+_INSTR = re.compile(r"([PE])(0|[1-9][0-9]*)")  # whole entries only: fullmatch
 
 @dataclass(frozen=True)
 class Violation:
@@ -83,7 +83,7 @@ def _check_program(program: list, n: int, out: list[Violation]) -> dict[str, int
     positions: dict[str, int] = {}
     counts: dict[str, int] = {}
     for pos, text in enumerate(program):
-        m = _INSTR.match(text) if isinstance(text, str) else None
+        m = _INSTR.fullmatch(text) if isinstance(text, str) else None
         if m is None or int(m.group(2)) >= n:
             out.append(Violation("R1", f"R1 program: entry {pos} is {show(text)}, not P<op> or "
                                        f"E<op> with op < {n}", numbers={"position": pos}))

@@ -41,12 +41,21 @@ DESCRIPTION = ("Check elk-plan/1 files (plain or gzipped) against the rules a pl
                "unreadable file gives 2).")
 
 
+MAX_BYTES = 2**30  # the most read of one file (an endless /dev/zero stops here)
+_CHUNK = 2**24  # read in pieces: an interrupt is handled between two
+
+
 def read(path: str) -> Any:
     """The parsed JSON document of a plain or gzipped file (told by its first two bytes);
     raises Malformed with the file's problem."""
     try:
+        data = bytearray()
         with open(path, "rb") as f:
-            data = f.read()
+            while chunk := f.read(min(_CHUNK, MAX_BYTES + 1 - len(data))):
+                data += chunk
+                if len(data) > MAX_BYTES:
+                    raise Malformed(f"larger than {MAX_BYTES:,} bytes, the most verify reads")
+        data = bytes(data)
     except OSError as e:
         raise Malformed(f"cannot read: {e.strerror or e}") from None
     if data[:2] == GZIP_MAGIC:
@@ -132,18 +141,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("plans", nargs="+", metavar="plan.json|DIR")
     parser.add_argument("--json", action="store_true", help="print a machine-readable report")
     args = parser.parse_args(argv)
+    for stream in (sys.stdout, sys.stderr):  # a lone surrogate in a name prints escaped
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
     try:
         return _run(args.plans, args.json)
     except BrokenPipeError:
         # Nobody reads on: stop quietly, and keep Python from failing again at its final flush.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _silence_stdout()
         return PIPE_CLOSED
     except KeyboardInterrupt:
         print("verify: interrupted", file=sys.stderr)
         return INTERRUPTED
+    except OSError as e:  # stdout on a full device (ENOSPC) or a failing disk (EIO)
+        if e.filename is not None:
+            raise
+        print(f"verify: error: cannot write standard output ({e.strerror or e})",
+              file=sys.stderr)
+        _silence_stdout()
+        return UNREADABLE
+
+
+def _silence_stdout() -> None:
+    if sys.stdout is not None:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _run(paths: list[str], as_json: bool) -> int:
+    if sys.stdout is None:  # started with stdout closed (`>&-`): the verdict is the exit code
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (lives as long as the process)
     worst = VALID
     reports = []
     for path in paths:

@@ -60,7 +60,8 @@ def _locate_huge(text: str, error: ValueError) -> Malformed:
     while stack:
         value, where = stack.pop()
         if isinstance(value, _HugeInt):
-            return Malformed(f"{path(*where) or 'plan'}: must be at most 2**53 - 1, got an "
+            limit = "2**51" if where[:1] == ("release_ns",) else "2**53 - 1"
+            return Malformed(f"{path(*where) or 'plan'}: must be at most {limit}, got an "
                              f"integer of {value.digits:,} digits")
         if isinstance(value, dict):
             stack.extend((v, (*where, k)) for k, v in value.items())

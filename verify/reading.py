@@ -360,6 +360,9 @@ def read_plan(raw: Any) -> Document:
             _metadata(entry, CHOICE_KEYS, "choice", i)
         chosen.append((q, p))
     program = _list(raw, "program")
+    for k, entry in enumerate(program):
+        if not isinstance(entry, str):
+            raise _fail(f"program[{k}]", f"must be a string, got {show(entry)}")
     release = _object(raw.get("release_ns", {}), "release_ns")
     for key, value in release.items():
         _natural(value, "release_ns", key, maximum=TIME_LIMIT_NS)

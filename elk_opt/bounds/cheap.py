@@ -19,25 +19,33 @@ order. Heavier bounds (the fluid LP, the ILP's LP relaxation, CP-SAT windows) ar
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from elk_opt.bounds.cuts import hbm_cut_bound, port_cut_bound, port_total_bound
 from elk_opt.bounds.ideal import ideal_bound
+from elk_opt.deadline import NO_DEADLINE, Deadline
 from elk_opt.problem import Instance, Timing
 
 
-def cheap_bounds(instance: Instance, timing: Timing, *,
-                 any_order: bool = False) -> dict[str, int]:
-    """Every linear-time bound that holds for `timing` (and every order if `any_order`)."""
+def cheap_bounds(instance: Instance, timing: Timing, *, any_order: bool = False,
+                 deadline: Deadline = NO_DEADLINE) -> dict[str, int]:
+    """Every linear-time bound that holds for `timing` (and every order if `any_order`); once
+    `deadline` passes, those computed so far."""
     if timing not in ("separate-noc", "shared-noc"):
         raise ValueError(f"unknown timing {timing!r}")
-    out = {"ideal": ideal_bound(instance)}
-    if not instance.ops:
-        return out
-    if not any_order:
-        out["hbm-cut"] = hbm_cut_bound(instance)
-    if timing == "shared-noc":
-        out["port-total"] = port_total_bound(instance)
+    bounds: list[tuple[str, Callable[[Instance], int]]] = [("ideal", ideal_bound)]
+    if instance.ops:
         if not any_order:
-            out["port-cut"] = port_cut_bound(instance)
+            bounds.append(("hbm-cut", hbm_cut_bound))
+        if timing == "shared-noc":
+            bounds.append(("port-total", port_total_bound))
+            if not any_order:
+                bounds.append(("port-cut", port_cut_bound))
+    out = {}
+    for name, bound in bounds:
+        if deadline.passed():
+            break
+        out[name] = bound(instance)
     return out
 
 
@@ -45,3 +53,9 @@ def best_cheap_bound(instance: Instance, timing: Timing, *, any_order: bool = Fa
     """The largest of `cheap_bounds`: a lower bound on every R5-obeying plan's makespan under
     `timing` (executing in the instance's order unless `any_order`)."""
     return max(cheap_bounds(instance, timing, any_order=any_order).values())
+
+
+def cheap_bound_by(instance: Instance, timing: Timing, deadline: Deadline) -> int | None:
+    """`best_cheap_bound` of the bounds computed before `deadline` (None if none was): what a
+    method under a time limit claims."""
+    return max(cheap_bounds(instance, timing, deadline=deadline).values(), default=None)

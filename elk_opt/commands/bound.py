@@ -16,7 +16,7 @@ from elk_opt.commands.flags import (
     nonnegative_int,
     output_file,
     positive_float,
-    positive_int,
+    thread_count,
 )
 from elk_opt.io import load_instance, save_json
 
@@ -40,7 +40,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--lp-time", type=positive_float, default=120.0, metavar="S",
                    help="time limit of the LP relaxation, model building included "
                         "(default 120 s)")
-    p.add_argument("--threads", type=positive_int, default=2)
+    p.add_argument("--threads", type=thread_count, default=2)
     p.add_argument("-o", "--output", type=output_file, metavar="bounds.json",
                    help="also write the bounds as JSON")
     add_quiet(p)

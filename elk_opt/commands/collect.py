@@ -8,13 +8,14 @@ from __future__ import annotations
 import argparse
 import time
 
+from elk_opt.commands.flags import output_file
 from elk_opt.io import save_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("collect", help="measure a GEMM and copy cost table on this machine",
                        description=__doc__)
-    p.add_argument("-o", "--output", required=True, metavar="table.json")
+    p.add_argument("-o", "--output", required=True, type=output_file, metavar="table.json")
     p.add_argument("--quick", action="store_true", help="a small grid (seconds, for tests)")
     p.set_defaults(func=run)
 

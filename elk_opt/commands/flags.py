@@ -2,18 +2,21 @@
 
 Each type rejects a value the command could not use, before any work starts: argparse then
 prints one line naming the flag and the value, and the command exits 2. Numbers must be
-finite; counts positive; seeds non-negative; relative gaps within [0, 1]; an output file must
-be writable and not a directory; an output folder must not be an existing file.
+finite; counts positive and seeds non-negative, both within what the solvers take (a 32-bit
+int); relative gaps within [0, 1]; an output file must be writable and not a directory (`-`
+is standard output; a device or FIFO is written through, never replaced); an output folder
+must not be an existing file. `check_outputs` refuses an output that is also an input.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 from pathlib import Path
 
-from elk_opt.errors import InputError
-from elk_opt.io import check_writable
+from elk_opt.errors import InputError, UsageError
+from elk_opt.io import STDOUT, check_writable
 from elk_opt.problem import DEFAULT_TIMING, TIMINGS
 
 
@@ -49,36 +52,81 @@ def unit_fraction(text: str) -> float:
     return value
 
 
-def positive_int(text: str) -> int:
+INT32_MAX = 2**31 - 1  # what OR-Tools, HiGHS and numpy's default integers take
+MAX_THREADS = 1024  # threads or worker processes: far above any machine this runs on
+
+
+def _bounded(text: str, low: int, high: int, what: str) -> int:
     value = _integer(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    if value < low:
+        raise argparse.ArgumentTypeError(f"must be {what}, got {text!r}")
+    if value > high:
+        raise argparse.ArgumentTypeError(f"must be at most {high:,}, got {text!r}")
     return value
+
+
+def positive_int(text: str) -> int:
+    return _bounded(text, 1, INT32_MAX, "a positive integer")
 
 
 def nonnegative_int(text: str) -> int:
-    value = _integer(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
-    return value
+    return _bounded(text, 0, INT32_MAX, "a non-negative integer")
 
 
-def output_file(text: str) -> str:
+def thread_count(text: str) -> int:
+    """Threads or worker processes."""
+    return _bounded(text, 1, MAX_THREADS, "a positive integer")
+
+
+class OutputPath(str):
+    """A path the command writes (an `output_file` flag's value); `-` is standard output."""
+
+
+def output_file(text: str) -> OutputPath:
     """A file the command will write (atomically); checked before the work that fills it."""
     try:
         check_writable(text)
     except InputError as e:
         raise argparse.ArgumentTypeError(str(e)) from None
-    return text
+    return OutputPath(text)
+
+
+def check_outputs(args: argparse.Namespace) -> list[OutputPath]:
+    """The command's outputs, once refused if one would overwrite an input named on the
+    command line or another output, or if more than one is standard output."""
+    outputs = [v for v in vars(args).values() if isinstance(v, OutputPath)]
+    if sum(out == STDOUT for out in outputs) > 1:
+        raise UsageError("only one output can be standard output (-)")
+    inputs = [v for value in vars(args).values()
+              for v in (value if isinstance(value, list) else [value])
+              if isinstance(v, str) and not isinstance(v, OutputPath) and v != STDOUT]
+    files = [out for out in outputs if out != STDOUT]
+    for k, out in enumerate(files):
+        for other in files[k + 1:]:
+            if _same_file(out, other):
+                raise UsageError(f"{out}: named as two outputs")
+        for name in inputs:
+            if _same_file(out, name) and os.path.isfile(out):
+                raise UsageError(f"{out}: is also an input ({name}); name another output")
+    return outputs
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):  # either absent or unreadable: not one existing file
+        return os.path.realpath(a) == os.path.realpath(b) if a and b else False
 
 
 def output_dir(text: str) -> str:
     """A folder the command will create if needed."""
     if not text:
         raise argparse.ArgumentTypeError("output folder is empty")
-    path = Path(text)
-    if path.exists() and not path.is_dir():
-        raise argparse.ArgumentTypeError(f"{text}: exists and is not a directory")
+    try:
+        if Path(text).exists() and not Path(text).is_dir():
+            raise argparse.ArgumentTypeError(f"{text}: exists and is not a directory")
+    except OSError as e:  # a name longer than the file system allows, a loop of links
+        raise argparse.ArgumentTypeError(f"{text[:40]}...: {e.strerror or e}") from None
     return text
 
 
@@ -90,7 +138,7 @@ def add_timing(p: argparse.ArgumentParser) -> None:
 
 def add_executor(p: argparse.ArgumentParser, executors: tuple[str, ...]) -> None:
     p.add_argument("--executor", choices=executors, default="local")
-    p.add_argument("--workers", type=positive_int, default=None,
+    p.add_argument("--workers", type=thread_count, default=None,
                    help="worker processes (default: one per CPU)")
     p.add_argument("--address", default=None, help="scheduler address of an existing cluster")
 

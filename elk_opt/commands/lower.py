@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from elk_opt.commands.flags import output_file
 from elk_opt.frontend.chips import load_chip
 from elk_opt.io import load_plan
 from elk_opt.lower import ExecuteCall, lower, save_device_program
@@ -16,7 +17,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "by every core, with done tags and the tile-to-core "
                                    "mapping. `elk-opt simulate` replays it.")
     p.add_argument("plan", metavar="plan.json")
-    p.add_argument("-o", "--output", required=True, metavar="device-program.json")
+    p.add_argument("-o", "--output", required=True, type=output_file,
+                   metavar="device-program.json")
     p.add_argument("--chip", default=None, metavar="NAME_OR_TOML",
                    help="map onto this chip's network (same cores and SRAM per core)")
     p.set_defaults(func=run)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import difflib
 
+from elk_opt.commands.flags import output_file
 from elk_opt.errors import UsageError
 from elk_opt.io import load_instance, write_atomic
 from elk_opt.problem import Instance, Op
@@ -22,7 +23,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        description=__doc__)
     p.add_argument("instance", metavar="instance.json")
     p.add_argument("--op", required=True, metavar="NAME", help="op name or index")
-    p.add_argument("--plot", metavar="front.png", help="draw the time-versus-space front")
+    p.add_argument("--plot", type=output_file, metavar="front.png",
+                   help="draw the time-versus-space front")
     p.set_defaults(func=run)
 
 

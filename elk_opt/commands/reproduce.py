@@ -12,6 +12,7 @@ from elk_opt.commands.flags import (
     output_dir,
     positive_float,
     positive_int,
+    thread_count,
 )
 from elk_opt.errors import UsageError
 from elk_opt.studies import paper
@@ -47,7 +48,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="per exact solve (default 30; 10 with --quick); resuming with a "
                         "longer one re-runs the exact cells that ran out of time")
-    p.add_argument("--threads", type=positive_int, default=None,
+    p.add_argument("--threads", type=thread_count, default=None,
                    help="per exact solve (default 1)")
     p.add_argument("--chip", default=None, help="chip preset or TOML file (default "
                                                 "ipu-pod4-hbm3e)")

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 
+from elk_opt.commands.flags import output_file
 from elk_opt.frontend.chips import load_chip
 from elk_opt.io import plan_from_dict, read_json, save_json
 from elk_opt.lower import DEVICE_FORMAT, device_program_from_dict, lower, retarget
@@ -44,9 +45,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--chip", default=None, metavar="NAME_OR_TOML",
                    help="replay on this chip's network (same cores and SRAM per core)")
     p.add_argument("--json", action="store_true", help="print the metrics as one JSON object")
-    p.add_argument("--trace", default=None, metavar="trace.json",
+    p.add_argument("--trace", default=None, type=output_file, metavar="trace.json",
                    help="write a Chrome trace-event file (open in ui.perfetto.dev)")
-    p.add_argument("--plot", default=None, metavar="timeline.png",
+    p.add_argument("--plot", default=None, type=output_file, metavar="timeline.png",
                    help="write a Gantt chart with SRAM and bandwidth timelines")
     p.set_defaults(func=run)
 

@@ -14,12 +14,12 @@ from elk_opt.commands.flags import (
     nonnegative_int,
     output_file,
     positive_float,
-    positive_int,
+    thread_count,
     unit_fraction,
 )
 from elk_opt.errors import UsageError
-from elk_opt.interrupts import sigint_restored
-from elk_opt.io import load_instance, save_plan
+from elk_opt.interrupts import sigint_stops, stop_requested
+from elk_opt.io import STDOUT, load_instance, save_plan
 from elk_opt.methods import METHODS, solve, with_warm_plan
 from elk_opt.problem import Claims
 from elk_opt.solution import SolveOptions
@@ -46,7 +46,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "search; polish: each window)")
     p.add_argument("--gap", type=unit_fraction, default=None,
                    help="relative gap in [0, 1] at which exact solvers stop")
-    p.add_argument("--threads", type=positive_int, default=None)
+    p.add_argument("--threads", type=thread_count, default=None)
     p.add_argument("--seed", type=nonnegative_int, default=0)
     add_timing(p)
     p.add_argument("--warm-start", default=None, metavar="METHOD",
@@ -86,6 +86,8 @@ def _not_finite(item: str) -> Callable[[str], Any]:
 def run(args: argparse.Namespace) -> int:
     if args.output is None and args.export is None:
         raise UsageError("give -o plan.json, --export FILE, or both")
+    if args.export == STDOUT:
+        raise UsageError("--export writes a model and its sidecar: name a file, not -")
     if args.export is not None:
         from formulations.export import model_format
 
@@ -99,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.quiet:
         print(f"solving {instance.name} ({len(instance.ops)} ops) with {args.method}...",
               file=sys.stderr)
-    with sigint_restored():
+    with sigint_stops():  # a Ctrl-C ends the search: its best plan so far is written
         if args.export is not None:
             from formulations.export import export_model
 
@@ -112,9 +114,11 @@ def run(args: argparse.Namespace) -> int:
             if args.output is None:
                 return 0
         plan = solve(instance, args.method, options)
+        stopped = stop_requested()
     save_plan(args.output, plan)
     assert plan.claims is not None
-    print(f"{args.method}: {claimed(plan.claims)}, {plan.claims.wall_s:.2f} s -> {args.output}")
+    print(f"{args.method}: {claimed(plan.claims)}, {plan.claims.wall_s:.2f} s"
+          f"{' (interrupted: the best plan so far)' if stopped else ''} -> {args.output}")
     return 0
 
 

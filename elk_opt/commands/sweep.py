@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import math
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, replace
@@ -98,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
     for stem, figure in figures.items():
         cells = sweep_cells(args.model, figure, methods, batch=args.batch, kv_len=args.kv_len,
                             layers=args.layers, timing=args.timing)
-        outcomes = _run(stem, cells, args)
+        outcomes = _run(stem, cells, args, out)
         order = {c: k for k, c in enumerate(cells)}
         outcomes.sort(key=lambda o: order[o.cell.cell])
         points = [replace(o.cell, plan=keep(out, o.cell.cell.name, o.plan, f"{PLANS_DIR}/{stem}"))
@@ -116,9 +117,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run(stem: str, cells: Sequence[SweepCell],
-         args: argparse.Namespace) -> list[Outcome[SweepPoint]]:
-    """Every point of a figure, each with its plan packed."""
+def _run(stem: str, cells: Sequence[SweepCell], args: argparse.Namespace,
+         out: Path) -> list[Outcome[SweepPoint]]:
+    """Every point of a figure, each with its plan packed; on an interrupt the points done are
+    written to a partial CSV (without their plans) before the interrupt goes on."""
     points: list[Outcome[SweepPoint]] = []
     try:
         with report_progress(len(cells), stem, unit="point", enabled=not args.quiet) as shown, \
@@ -132,8 +134,18 @@ def _run(stem: str, cells: Sequence[SweepCell],
                                    f"{point.cell.method}: {point.simulated_ns:,} ns simulated"
                                    f"{'' if point.verified else ', PLAN FAILS VERIFY'}")
     except (KeyboardInterrupt, Terminated) as e:
-        e.add_note(f"{stem}: {len(points)} of {len(cells)} points done, none written (a "
-                   "sweep restarts from its first point)")
+        kept = ""
+        if points:  # what finished is kept; a sweep still restarts from its first point
+            order = {c: k for k, c in enumerate(cells)}
+            done = sorted((o.cell for o in points), key=lambda p: order[p.cell])
+            try:
+                norm = normalised(done)
+            except ValueError:  # the yardstick point of some mode did not finish
+                norm = dict.fromkeys(done, math.nan)
+            write_csv(done, norm, out / f"{stem}.partial.csv")
+            kept = f", written to {out / f'{stem}.partial.csv'}"
+        e.add_note(f"{stem}: {len(points)} of {len(cells)} points done{kept} (a sweep "
+                   "restarts from its first point)")
         raise
     return points
 

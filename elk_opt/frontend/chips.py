@@ -9,16 +9,18 @@ says how the cost models report a plan's NoC port use by default (docs/models.md
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, cast
 
 from elk_opt.errors import InputError, UsageError
-from elk_opt.io import _Reader, chip_from_dict
+from elk_opt.io import _Reader, chip_from_dict, read_bytes
 from elk_opt.problem import Chip
 
 DEFAULT_CHIP = "ipu-pod4-hbm3e"
 DATA_DIR = Path(__file__).with_name("chip_data")
+MAX_TOML_BYTES = 2**24  # a chip file is a few hundred bytes; /dev/zero stops here
 
 # Per-core figures of one IPU Mk2 tile (see chip_data/ipu-mk2.toml for the sources).
 EXTRA_DEFAULTS: dict[str, float] = {
@@ -50,7 +52,7 @@ def load_chip(name_or_path: str) -> Chip:
     if name_or_path in chip_names():
         return _load_toml(DATA_DIR / f"{name_or_path}.toml")
     path = Path(name_or_path)
-    if path.suffix == ".toml" or path.exists():
+    if path.suffix == ".toml" or os.path.exists(path):  # never raises, unlike Path's
         return _load_toml(path)
     raise UsageError(f"unknown chip {name_or_path!r}; presets: {', '.join(chip_names())} "
                      "(or give a .toml file)")
@@ -58,12 +60,11 @@ def load_chip(name_or_path: str) -> Chip:
 
 def _load_toml(path: Path) -> Chip:
     try:
-        with open(path, "rb") as f:
-            raw = tomllib.load(f)
+        raw = tomllib.loads(read_bytes(path, MAX_TOML_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError) as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: invalid TOML: {e}") from None
     return chip_from_toml(raw, str(path))

@@ -26,8 +26,10 @@ import onnx
 from onnx import TensorProto
 
 from elk_opt.errors import InputError
+from elk_opt.io import read_bytes
 
 MIN_WEIGHT_ELEMS = 64
+MAX_ONNX_BYTES = 2**31  # protobuf's own limit on one message; /dev/zero stops here
 KV_PATTERN = re.compile(r"(^|[._/])(past|present)([._/]|$)|kv[._]?cache|key_cache|value_cache",
                         re.IGNORECASE)
 WEIGHT_PATTERN = re.compile(r"weight|bias|embed|gamma|beta|lm_head|(^|[._/])(w|scale)$",
@@ -133,15 +135,19 @@ def load_model(path: str | Path) -> onnx.ModelProto:
             head = f.read(4096)
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except (IsADirectoryError, PermissionError) as e:
-        raise InputError(f"{path}: cannot read: {e.strerror}") from None
+    except OSError as e:  # a directory, no permission, a name too long
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
     if head.lstrip()[:1] in (b"{", b"["):
         found = re.search(rb'"format"\s*:\s*"([^"]{1,40})"', head)
         what = f"an {found.group(1).decode(errors='replace')} file" if found else "JSON"
         raise InputError(f"{path}: not an ONNX file: it is {what} (give a zoo model name, a "
                          "binary .onnx file or 'synthetic')")
     try:
-        model = onnx.load(str(path), format="protobuf", load_external_data=False)
+        data = read_bytes(path, MAX_ONNX_BYTES)
+    except OSError as e:
+        raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    try:
+        model = onnx.load_model_from_string(data, format="protobuf")
     except Exception:  # onnx raises DecodeError and friends for a bad file
         raise InputError(f"{path}: not an ONNX file (not a binary ONNX model)") from None
     if not model.HasField("graph") or not model.ir_version:

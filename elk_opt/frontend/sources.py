@@ -6,6 +6,7 @@ partition search) load only when called.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -32,7 +33,7 @@ def instance_from_source(source: str | Path, chip: Chip, *, batch: int = 32, kv_
                               mode=mode, dtype=dtype, cost_model=cost_model, options=options,
                               noc_occupancy=noc_occupancy, progress=progress)
     path = Path(source)
-    if path.suffix != ".onnx" and not path.exists():
+    if path.suffix != ".onnx" and not os.path.exists(path):  # never raises, unlike Path's
         raise UsageError(f"unknown instance source {str(source)!r}: not a zoo model "
                          f"({', '.join(model_names())}), an .onnx file or 'synthetic'")
     if layers is not None:

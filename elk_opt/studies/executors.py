@@ -8,21 +8,30 @@ started. `fn` must be a picklable top-level function.
 Pool workers ignore SIGINT (they start with it blocked, so a Ctrl-C to the process group during
 their start-up cannot kill them either): the main process alone decides when to stop and ends
 them. CP-SAT resets SIGINT in a worker after each solve; each cell puts the worker's handling
-back (elk_opt.interrupts.sigint_restored).
+back (elk_opt.interrupts.sigint_restored). On Linux a pool worker also ends when the process
+that started it dies, even by SIGKILL (PR_SET_PDEATHSIG), so no worker outlives a killed
+study; the resource tracker then ends too, when the last holder of its pipe is gone.
+
+`study_lock` keeps two studies from filling one folder at once: the second waits, then finds
+the cells the first recorded and runs only what is missing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import fcntl
 import logging
 import multiprocessing
 import os
 import signal
+import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
 from contextlib import contextmanager
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any
 
 from elk_opt.errors import UsageError
@@ -68,16 +77,61 @@ def _serial(fn: Callable, items: list) -> Iterator[tuple[Any, Any]]:
         yield item, _call(fn, item)
 
 
-def _start_worker() -> None:
+def _start_worker(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _die_with_parent(parent)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
+PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
+
+
+def _die_with_parent(parent: int) -> None:
+    """Ask Linux to SIGKILL this worker when its parent dies; if the parent died already,
+    exit now. Elsewhere nothing is done (the parent's shutdown still ends its workers)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the request was in place
+        os._exit(1)
+
+
+@contextmanager
+def study_lock(folder: Path, say: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold `folder`'s lock (its `.lock` file) for the block; another study holding it is
+    waited for (a line through `say` says so). The lock ends with its process, however the
+    process ends."""
+    path = folder / ".lock"
+    with open(path, "a+") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            if say is not None:
+                say(f"waiting for the study already running in {folder} (pid {holder})")
+            fcntl.flock(f, fcntl.LOCK_EX)
+        f.seek(0)
+        f.truncate()
+        f.write(str(os.getpid()))
+        f.flush()
+        try:
+            yield
+        finally:
+            f.seek(0)
+            f.truncate()
+            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def _local(fn: Callable, items: list, workers: int) -> Iterator[tuple[Any, Any]]:
     # spawn, not fork: forking a process whose solver threads hold locks can deadlock
     context = multiprocessing.get_context("spawn")
     pool = ProcessPoolExecutor(max_workers=min(workers, len(items)), mp_context=context,
-                               initializer=_start_worker)
+                               initializer=_start_worker, initargs=(os.getpid(),))
     started: set[BaseProcess] = set()
     finished = False
     try:

@@ -25,10 +25,10 @@ from elk_opt.interrupts import Terminated
 from elk_opt.io import ensure_dir, plan_to_dict, read_json, save_json
 from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance, Timing
-from elk_opt.progress import report_progress
+from elk_opt.progress import report_progress, say
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.eta import Eta, parallel
-from elk_opt.studies.executors import run_all
+from elk_opt.studies.executors import run_all, study_lock
 from elk_opt.studies.plans import Outcome, keep, packed
 from elk_opt.studies.suites import InstanceSpec
 
@@ -183,6 +183,16 @@ def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, 
     if unknown:
         raise UsageError(f"unknown methods {', '.join(unknown)}; known: {', '.join(METHODS)}")
     cells_dir = ensure_dir(out / "cells")
+    with study_lock(out, say):
+        return _run_study(specs, methods, out, cells_dir, time_limit_s=time_limit_s,
+                          timing=timing, threads=threads, executor=executor, workers=workers,
+                          address=address, progress=progress)
+
+
+def _run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path,
+               cells_dir: Path, *, time_limit_s: float, timing: Timing, threads: int,
+               executor: str, workers: int | None, address: str | None,
+               progress: bool) -> list[Cell]:
     _check_settings(out, {"instances": [s.key for s in specs], "methods": list(methods),
                           "timing": timing})
     done = {name: cell for name, cell in _read_cells(cells_dir).items()

@@ -28,11 +28,11 @@ from elk_opt.errors import UsageError
 from elk_opt.io import plan_to_dict, save_json
 from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance, Plan, Timing
-from elk_opt.progress import report_progress
+from elk_opt.progress import report_progress, say
 from elk_opt.solution import SolveOptions
 from elk_opt.studies import paper
 from elk_opt.studies.eta import Eta, parallel
-from elk_opt.studies.executors import run_all
+from elk_opt.studies.executors import run_all, study_lock
 from elk_opt.studies.plans import Outcome, keep, packed
 
 
@@ -342,6 +342,12 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
         raise UsageError(f"{out}: exists and is not a directory")
     cells_dir = out / "cells"
     cells_dir.mkdir(parents=True, exist_ok=True)
+    with study_lock(out, say):
+        return _reproduce(grid, out, cells_dir, executor, workers, address, progress)
+
+
+def _reproduce(grid: Grid, out: Path, cells_dir: Path, executor: str, workers: int | None,
+               address: str | None, progress: bool) -> tuple[list[Cell], list[Cell]]:
     _check_settings(out, {"chip": grid.chip})
     done = {p.stem: cell_from_dict(json.loads(p.read_text())) for p in cells_dir.glob("*.json")}
     done = {name: c for name, c in done.items() if c.reusable(grid.time_limit_s, out)}
