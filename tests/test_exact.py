@@ -188,7 +188,8 @@ def test_bound_and_solve_commands(tmp_path, capsys):
     assert main(["bound", str(inst), "--window", "4", "--threads", "1", "-o", str(out)]) == 0
     bounds = json.loads(out.read_text())
     assert {b["bound"] for b in bounds["bounds"]} == {"ideal", "hbm-cut", "port-total",
-                                                      "port-cut", "fluid", "lp", "window4"}
+                                                      "port-cut", "fluid", "fluid-sram", "lp",
+                                                      "window4"}
     assert bounds["best"]["ns"] <= claims["makespan_ns"]
     assert "best" in capsys.readouterr().out
     assert main(["solve", str(inst), "--method", "ilp", "--param", "nonsense=1",

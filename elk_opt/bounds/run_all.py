@@ -11,6 +11,8 @@ only slows); the port bounds need the shared port.
   an execute's start (elk_opt.bounds.cuts), linear time;
 - fluid: an LP over how load and execute work can overlap between execute starts, with
   the port's sharing rule under 5b (elk_opt.bounds.fluid);
+- fluid-sram: the fluid LP plus rule R5 over the loads that have made progress by each
+  execute (elk_opt.bounds.fluid_sram), up to `fluid_sram_max_ops` ops;
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
   (elk_opt.bounds.window); sees SRAM.
@@ -41,6 +43,7 @@ class _Limits:
     timing: Timing
     fluid_max_ops: int
     fluid_time_s: float
+    fluid_sram_max_ops: int
     window: int
     window_time_s: float
     lp_max_ops: int
@@ -77,6 +80,23 @@ def _fluid(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     return _row("fluid", started, fb.bound_ns, lim.timing, "instance", note,
                 status="complete" if done else "time-limit",
                 params={"time_limit_s": lim.fluid_time_s})
+
+
+def _fluid_sram(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    n = len(instance.ops)
+    if n > lim.fluid_sram_max_ops:
+        return None
+    from elk_opt.bounds.fluid_sram import DEFAULT_BAND, fluid_sram_bound
+    lim.say(f"fluid LP with SRAM of {n} ops...")
+    started = time.perf_counter()
+    fb = fluid_sram_bound(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
+                          threads=lim.threads)
+    done = fb.bound_ns is not None
+    note = (f"{fb.columns:,} columns, {fb.rows:,} rows, loads tracked {DEFAULT_BAND} "
+            "executes back" if done else f"not finished in {lim.fluid_time_s:g} s")
+    return _row("fluid-sram", started, fb.bound_ns, lim.timing, "instance", note,
+                status="complete" if done else "time-limit",
+                params={"time_limit_s": lim.fluid_time_s, "band": DEFAULT_BAND})
 
 
 def _lp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
@@ -117,7 +137,8 @@ def _window(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
             "interrupted": interrupted}
 
 
-HEAVY: tuple[Callable[[Instance, _Limits], dict[str, Any] | None], ...] = (_fluid, _lp, _window)
+HEAVY: tuple[Callable[[Instance, _Limits], dict[str, Any] | None], ...] = (
+    _fluid, _fluid_sram, _lp, _window)
 
 
 def recompute(instance: Instance, timing: Timing, name: str,
@@ -134,6 +155,10 @@ def recompute(instance: Instance, timing: Timing, name: str,
     if name == "fluid":
         from elk_opt.bounds.fluid import fluid_bound
         return fluid_bound(instance, timing, params.get("time_limit_s")).bound_ns
+    if name == "fluid-sram":
+        from elk_opt.bounds.fluid_sram import fluid_sram_bound
+        return fluid_sram_bound(instance, timing, params.get("time_limit_s"),
+                                params["band"]).bound_ns
     if name == "lp":
         from formulations.ilp import lp_bound
         return lp_bound(instance, params.get("time_limit_s"))
@@ -144,23 +169,26 @@ def recompute(instance: Instance, timing: Timing, name: str,
 
 
 def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
-                 fluid_max_ops: int = 2000, fluid_time_s: float = 120.0, window: int = 12,
+                 fluid_max_ops: int = 2000, fluid_time_s: float = 120.0,
+                 fluid_sram_max_ops: int = 600, window: int = 12,
                  window_time_s: float = 2.0, lp_max_ops: int = 400, lp_time_s: float = 120.0,
                  threads: int = 2, progress: bool = False) -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note", "status", "params"}], "best"}`.
 
-    The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`; `window` ops per
+    The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`, the fluid LP with
+    SRAM up to `fluid_sram_max_ops` ops within the same time limit; `window` ops per
     window (0 skips the window bound), `window_time_s` of CP-SAT per window; the LP relaxation
     runs up to `lp_max_ops` ops, for at most `lp_time_s` (model building included). A bound
     that did not finish in time has `ns` None.
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
-            or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0):
-        raise UsageError("window, lp_max_ops and fluid_max_ops must be >= 0 and "
-                         "window_time_s, lp_time_s, fluid_time_s, threads positive")
-    lim = _Limits(timing, fluid_max_ops, fluid_time_s, window, window_time_s, lp_max_ops,
-                  lp_time_s, threads, progress)
+            or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
+            or fluid_sram_max_ops < 0):
+        raise UsageError("window, lp_max_ops, fluid_max_ops and fluid_sram_max_ops must be "
+                         ">= 0 and window_time_s, lp_time_s, fluid_time_s, threads positive")
+    lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, window,
+                  window_time_s, lp_max_ops, lp_time_s, threads, progress)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))

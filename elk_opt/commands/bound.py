@@ -31,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="skip the fluid LP above this many ops (default 2000)")
     p.add_argument("--fluid-time", type=positive_float, default=120.0, metavar="S",
                    help="time limit of the fluid LP (default 120 s)")
+    p.add_argument("--fluid-sram-max-ops", type=nonnegative_int, default=600, metavar="N",
+                   help="skip the fluid LP with SRAM above this many ops (default 600; it "
+                        "shares --fluid-time)")
     p.add_argument("--window", type=nonnegative_int, default=12, metavar="N",
                    help="ops per window of the window bound (0: skip it; default 12)")
     p.add_argument("--window-time", type=positive_float, default=2.0, metavar="S",
@@ -50,7 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     report = lower_bounds(instance, timing=args.timing, fluid_max_ops=args.fluid_max_ops,
-                          fluid_time_s=args.fluid_time, window=args.window,
+                          fluid_time_s=args.fluid_time,
+                          fluid_sram_max_ops=args.fluid_sram_max_ops, window=args.window,
                           window_time_s=args.window_time, lp_max_ops=args.lp_max_ops,
                           lp_time_s=args.lp_time, threads=args.threads,
                           progress=not args.quiet)
