@@ -14,9 +14,11 @@ from elk_opt.bounds.cheap import best_cheap_bound, cheap_bounds
 from elk_opt.bounds.fluid import fluid_bound, representatives
 from elk_opt.bounds.fluid_sram import fluid_sram_bound
 from elk_opt.bounds.ideal import allowed_pairs, ideal_bound, least_tail
+from elk_opt.bounds.layers import layer_bound, layer_windows
 from elk_opt.bounds.run_all import lower_bounds, recompute
 from elk_opt.cli import main
 from elk_opt.evaluate import evaluate, fits_memory
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import load_instance
 from elk_opt.methods import heuristics, solve
 from elk_opt.problem import TIMINGS, Instance
@@ -88,12 +90,17 @@ def test_least_tail_is_the_exact_minimum(dag):
 CALIBRATION = Path(__file__).parent / "data" / "elk-artifact-llama2-13b-b32-kv2048-layer.json"
 
 
-def all_bounds(instance: Instance, timing: str) -> dict[str, int]:
+def all_bounds(instance: Instance, timing: str, cpsat: bool = False) -> dict[str, int]:
+    """Every bound; with `cpsat`, also those CP-SAT proves (slower: kept to fewer examples)."""
     out = cheap_bounds(instance, timing)
     out["fluid"] = fluid_bound(instance, timing).bound_ns
     out["fluid, 2 classes"] = fluid_bound(instance, timing, max_classes=2).bound_ns
     out["fluid-sram"] = fluid_sram_bound(instance, timing).bound_ns
     out["fluid-sram, band 1"] = fluid_sram_bound(instance, timing, band=1).bound_ns
+    if cpsat:  # small windows: every window but the first has a free time origin
+        for width in (2, 6):  # a time limit keeps CP-SAT's bound a bound
+            out[f"layers, width {width}"] = layer_bound(instance, timing, time_limit_s=1.0,
+                                                        max_width=width).bound_ns
     return out
 
 
@@ -135,12 +142,18 @@ def test_bounds_never_exceed_a_heuristic_plan(instance):
             assert_below(instance, plan.choice, plan.program, plan.release_ns)
 
 
-@settings(max_examples=15)
+@settings(max_examples=10)
 @given(synthetic_instances(max_ops=30, max_plans=4))
 def test_bounds_never_exceed_heuristic_plans_on_synthetic_decoders(instance):
-    for method in ("static", "elk-dyn", "lhs"):
-        plan = solve(instance, method, SolveOptions(timing="shared-noc"))
-        assert_below(instance, plan.choice, plan.program, plan.release_ns)
+    plans = [solve(instance, m, SolveOptions(timing="shared-noc"))
+             for m in ("static", "elk-dyn", "lhs")]
+    for timing in TIMINGS:
+        bounds = all_bounds(instance, timing, cpsat=True)
+        for plan in plans:
+            schedule = evaluate(instance, plan.choice, plan.program, plan.release_ns,
+                                timing=timing)
+            for name, bound in bounds.items():
+                assert bound <= schedule.makespan_ns, (timing, name)
 
 
 @settings(max_examples=60)
@@ -148,7 +161,7 @@ def test_bounds_never_exceed_heuristic_plans_on_synthetic_decoders(instance):
 def test_separate_noc_bounds_never_exceed_the_exhaustive_optimum(instance):
     best = enumerate_optimum(instance)
     assert best is not None
-    for name, bound in all_bounds(instance, "separate-noc").items():
+    for name, bound in all_bounds(instance, "separate-noc", cpsat=True).items():
         assert bound <= best.makespan_ns, name
 
 
@@ -157,7 +170,7 @@ def test_separate_noc_bounds_never_exceed_the_exhaustive_optimum(instance):
 def test_shared_noc_bounds_never_exceed_the_exhaustive_5b_optimum(instance):
     best = enumerate_shared_optimum(instance)
     assert best is not None
-    for name, bound in all_bounds(instance, "shared-noc").items():
+    for name, bound in all_bounds(instance, "shared-noc", cpsat=True).items():
         assert bound <= best.makespan_ns, name
 
 
@@ -223,8 +236,8 @@ def test_class_representatives_round_down():
 
 def test_bound_command_reports_each_timing_s_bounds(tmp_path, capsys):
     out = tmp_path / "b.json"
-    assert main(["bound", str(CALIBRATION), "--window", "0", "--lp-max-ops", "0",
-                 "-o", str(out)]) == 0
+    assert main(["bound", str(CALIBRATION), "--window", "0", "--layers", "0",
+                 "--lp-max-ops", "0", "-o", str(out)]) == 0
     report = json.loads(out.read_text())
     rows = {r["bound"]: r for r in report["bounds"]}
     assert report["timing"] == "shared-noc" and set(rows) == {
@@ -234,7 +247,7 @@ def test_bound_command_reports_each_timing_s_bounds(tmp_path, capsys):
     assert rows["port-cut"]["timings"] == "shared-noc" and rows["ideal"]["order"] == "any"
     assert "fluid" in capsys.readouterr().out
     assert main(["bound", str(CALIBRATION), "--timing", "separate-noc", "--window", "0",
-                 "--lp-max-ops", "0", "-o", str(out)]) == 0
+                 "--layers", "0", "--lp-max-ops", "0", "-o", str(out)]) == 0
     report = json.loads(out.read_text())
     assert {r["bound"] for r in report["bounds"]} == {"ideal", "hbm-cut", "fluid",
                                                       "fluid-sram"}
@@ -246,8 +259,35 @@ def test_every_reported_bound_is_recomputed_from_its_params():
     instance = load_instance(CALIBRATION)
     for timing in TIMINGS:
         report = lower_bounds(instance, timing=timing, window=4, window_time_s=5.0,
-                              lp_max_ops=0)
+                              layers=0, lp_max_ops=0)
         for row in report["bounds"]:
             assert row["status"] in ("complete", "time-limit"), row
             if row["status"] == "complete":
                 assert recompute(instance, timing, row["bound"], row["params"]) == row["ns"]
+
+
+def test_identical_layers_are_solved_once_and_counted_each_time():
+    instance = synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)  # 3 layers of 12
+    assert layer_windows(instance) == [(0, 12), (12, 24), (24, 36)]
+    assert layer_windows(instance, max_width=8) == [(0, 8), (8, 12), (12, 20), (20, 24),
+                                                    (24, 32), (32, 36)]
+    assert layer_windows(instance, per=2, max_width=8) == [(0, 12), (12, 24), (24, 36)]
+    for timing in TIMINGS:
+        whole = layer_bound(instance, timing, time_limit_s=30.0)
+        assert (whole.windows, whole.distinct, whole.proven) == (3, 2, 3)
+        # each distinct window's optimum, counted once per occurrence
+        first = layer_bound(replace(instance, ops=instance.ops[:12]), timing, time_limit_s=30.0)
+        later = layer_bound(replace(instance, ops=instance.ops[:24]), timing,
+                            time_limit_s=30.0).bound_ns - first.bound_ns
+        assert whole.bound_ns == first.bound_ns + 2 * later
+        plan = solve(instance, "elk-full", SolveOptions(timing=timing))
+        assert whole.bound_ns <= plan.claims.makespan_ns
+        report = lower_bounds(instance, timing=timing, window=12, window_time_s=30.0,
+                              layers=1, layers_time_s=30.0, fluid_sram_max_ops=0,
+                              lp_max_ops=0)
+        rows = {r["bound"]: r for r in report["bounds"]}
+        assert rows["layers1"]["ns"] == whole.bound_ns
+        assert "(2 distinct)" in rows["window12"]["note"]
+        for name in ("layers1", "window12"):
+            assert rows[name]["status"] == "complete"
+            assert recompute(instance, timing, name, rows[name]["params"]) == rows[name]["ns"]

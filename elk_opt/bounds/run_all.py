@@ -15,8 +15,11 @@ only slows); the port bounds need the shared port.
   execute (elk_opt.bounds.fluid_sram), up to `fluid_sram_max_ops` ops;
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
-  (elk_opt.bounds.window); sees SRAM.
+  (elk_opt.bounds.window); sees SRAM;
+- layers: windows of whole decoder layers, each relaxation bounded by CP-SAT under the
+  timing asked for (elk_opt.bounds.layers); sees SRAM and, under 5b, the port.
 The lp and window models are section 5's: valid under both timings, blind to the port.
+Window and layer bounds solve each distinct window once (decoder layers repeat).
 Every bound but ideal and port-total holds for plans that execute in the instance's order
 (every method here does). A Ctrl-C stops the bound being computed and keeps those already
 found; the window bound keeps the windows it had bounded. Solvers load only when asked for.
@@ -46,6 +49,8 @@ class _Limits:
     fluid_sram_max_ops: int
     window: int
     window_time_s: float
+    layers: int
+    layers_time_s: float
     lp_max_ops: int
     lp_time_s: float
     threads: int
@@ -128,7 +133,8 @@ def _window(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
                       progress=lim.progress)
     interrupted = wb.solved < wb.windows
     note = (f"interrupted: the first {wb.solved} of {wb.windows} windows" if interrupted
-            else f"{wb.windows} windows, {wb.proven} solved to optimality")
+            else f"{wb.windows} windows ({wb.distinct} distinct), {wb.proven} solved to "
+                 "optimality")
     status = ("interrupted" if interrupted
               else "complete" if wb.proven == wb.windows else "time-limit")
     return {"bound": f"window{lim.window}", "ns": wb.bound_ns, "wall_s": wb.wall_s,
@@ -137,8 +143,28 @@ def _window(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
             "interrupted": interrupted}
 
 
+def _layers(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    if not lim.layers:
+        return None
+    from elk_opt.bounds.layers import layer_bound
+    lim.say(f"layer windows, {lim.layers} layer(s) each, under {lim.timing}...")
+    lb = layer_bound(instance, lim.timing, lim.layers, lim.layers_time_s, lim.threads,
+                     progress=lim.progress)
+    interrupted = lb.solved < lb.windows
+    note = (f"interrupted: the first {lb.solved} of {lb.windows} windows" if interrupted
+            else f"{lb.windows} windows ({lb.distinct} distinct), {lb.proven} solved to "
+                 "optimality")
+    status = ("interrupted" if interrupted
+              else "complete" if lb.proven == lb.windows else "time-limit")
+    return {"bound": f"layers{lim.layers}", "ns": lb.bound_ns, "wall_s": lb.wall_s,
+            "timings": lim.timing if lim.timing == "shared-noc" else BOTH,
+            "order": "instance", "note": note, "status": status,
+            "params": {"per": lim.layers, "time_limit_s": lim.layers_time_s},
+            "interrupted": interrupted}
+
+
 HEAVY: tuple[Callable[[Instance, _Limits], dict[str, Any] | None], ...] = (
-    _fluid, _fluid_sram, _lp, _window)
+    _fluid, _fluid_sram, _lp, _window, _layers)
 
 
 def recompute(instance: Instance, timing: Timing, name: str,
@@ -165,30 +191,38 @@ def recompute(instance: Instance, timing: Timing, name: str,
     if name.startswith("window") and "width" in params:
         from elk_opt.bounds.window import window_bound
         return window_bound(instance, params["width"], params["time_limit_s"], 1).bound_ns
+    if name.startswith("layers") and "per" in params:
+        from elk_opt.bounds.layers import layer_bound
+        return layer_bound(instance, timing, params["per"], params["time_limit_s"]).bound_ns
     raise UsageError(f"no bound named {name!r} under {timing} to recompute")
 
 
 def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  fluid_max_ops: int = 2000, fluid_time_s: float = 120.0,
                  fluid_sram_max_ops: int = 600, window: int = 12,
-                 window_time_s: float = 2.0, lp_max_ops: int = 400, lp_time_s: float = 120.0,
-                 threads: int = 2, progress: bool = False) -> dict[str, Any]:
+                 window_time_s: float = 2.0, layers: int = 1, layers_time_s: float = 10.0,
+                 lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
+                 progress: bool = False) -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note", "status", "params"}], "best"}`.
 
     The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`, the fluid LP with
     SRAM up to `fluid_sram_max_ops` ops within the same time limit; `window` ops per
-    window (0 skips the window bound), `window_time_s` of CP-SAT per window; the LP relaxation
+    window (0 skips the window bound), `window_time_s` of CP-SAT per window; `layers` decoder
+    layers per layer window (0 skips them), `layers_time_s` of CP-SAT per distinct one; the
+    LP relaxation
     runs up to `lp_max_ops` ops, for at most `lp_time_s` (model building included). A bound
     that did not finish in time has `ns` None.
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
-            or fluid_sram_max_ops < 0):
-        raise UsageError("window, lp_max_ops, fluid_max_ops and fluid_sram_max_ops must be "
-                         ">= 0 and window_time_s, lp_time_s, fluid_time_s, threads positive")
+            or fluid_sram_max_ops < 0 or layers < 0 or layers_time_s <= 0):
+        raise UsageError("window, layers, lp_max_ops, fluid_max_ops and fluid_sram_max_ops "
+                         "must be >= 0 and window_time_s, layers_time_s, lp_time_s, "
+                         "fluid_time_s, threads positive")
     lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, window,
-                  window_time_s, lp_max_ops, lp_time_s, threads, progress)
+                  window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
+                  progress)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))

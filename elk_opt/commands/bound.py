@@ -22,8 +22,8 @@ from elk_opt.io import load_instance, save_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bound", help="lower bounds on the makespan (Ideal, cuts, fluid LP, LP, "
-                                     "windows)", description=__doc__,
+    p = sub.add_parser("bound", help="lower bounds on the makespan (Ideal, cuts, fluid LPs, LP, "
+                                     "windows, layer windows)", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("instance", metavar="instance.json")
     add_timing(p)
@@ -38,6 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ops per window of the window bound (0: skip it; default 12)")
     p.add_argument("--window-time", type=positive_float, default=2.0, metavar="S",
                    help="CP-SAT time per window (default 2 s)")
+    p.add_argument("--layers", type=nonnegative_int, default=1, metavar="N",
+                   help="decoder layers per window of the layer-window bound, solved under "
+                        "--timing, each distinct window once (0: skip it; default 1)")
+    p.add_argument("--layers-time", type=positive_float, default=10.0, metavar="S",
+                   help="CP-SAT time per distinct layer window (default 10 s)")
     p.add_argument("--lp-max-ops", type=nonnegative_int, default=400, metavar="N",
                    help="skip the LP relaxation above this many ops (default 400)")
     p.add_argument("--lp-time", type=positive_float, default=120.0, metavar="S",
@@ -55,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
     report = lower_bounds(instance, timing=args.timing, fluid_max_ops=args.fluid_max_ops,
                           fluid_time_s=args.fluid_time,
                           fluid_sram_max_ops=args.fluid_sram_max_ops, window=args.window,
-                          window_time_s=args.window_time, lp_max_ops=args.lp_max_ops,
+                          window_time_s=args.window_time, layers=args.layers,
+                          layers_time_s=args.layers_time, lp_max_ops=args.lp_max_ops,
                           lp_time_s=args.lp_time, threads=args.threads,
                           progress=not args.quiet)
     rows, best = report["bounds"], report["best"]
