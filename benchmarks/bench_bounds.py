@@ -5,6 +5,7 @@ PYTHONPATH=. python benchmarks/bench_bounds.py [--sizes 20000,100000]
 PYTHONPATH=. python benchmarks/bench_bounds.py --table
 PYTHONPATH=. python benchmarks/bench_bounds.py --scale [--baseline /work/main]
 PYTHONPATH=. python benchmarks/bench_bounds.py --settings [--limit 10]
+PYTHONPATH=. python benchmarks/bench_bounds.py --sram
 
 Memory: synthetic decoder instances (elk_opt.frontend.synthetic, 4 plans per op). Peak memory is
 tracemalloc's peak during the call (numpy's buffers included), above what the instance
@@ -27,6 +28,9 @@ free time origin) within --limit seconds: the default portfolio against lineariz
 the LP-based tree search, and LP-heavy worker pairs, on one Llama2-70B layer (elk-paper, bsp)
 under 5b and one synthetic decoder layer under both timings. The bound is CP-SAT's
 best_objective_bound when it stops.
+
+--sram: the fluid LP against the fluid LP with SRAM (elk_opt.bounds.fluid_sram) on synthetic
+decoders (96 ops, 5 plans) where SRAM binds, under both timings, against Elk-Full's plan.
 """
 
 from __future__ import annotations
@@ -211,6 +215,28 @@ def settings(limit: float) -> None:
                   flush=True)
 
 
+def sram() -> None:
+    from elk_opt.bounds.fluid import fluid_bound
+    from elk_opt.bounds.fluid_sram import fluid_sram_bound
+    from elk_opt.solution import SolveOptions
+
+    print("| seed | tightness | timing | Elk-Full ns | fluid ns | fluid-sram ns | fluid s | "
+          "fluid-sram s | Elk-Full / fluid - 1 | Elk-Full / fluid-sram - 1 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for seed in (0, 1):
+        for tightness in (0.6, 1.0):
+            instance = synthetic_instance(96, 5, seed, tightness)
+            for timing in ("separate-noc", "shared-noc"):
+                plan = solve(instance, "elk-full", SolveOptions(timing=timing))
+                best = plan.claims.makespan_ns
+                fluid = fluid_bound(instance, timing)
+                with_sram = fluid_sram_bound(instance, timing)
+                print(f"| {seed} | {tightness} | {timing} | {best:,} | {fluid.bound_ns:,} | "
+                      f"{with_sram.bound_ns:,} | {fluid.wall_s:.2f} | {with_sram.wall_s:.2f} | "
+                      f"{best / fluid.bound_ns - 1:.2%} | {best / with_sram.bound_ns - 1:.2%} |",
+                      flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="20000,100000")
@@ -219,6 +245,7 @@ def main() -> None:
     ap.add_argument("--table", action="store_true")
     ap.add_argument("--scale", action="store_true")
     ap.add_argument("--settings", action="store_true")
+    ap.add_argument("--sram", action="store_true")
     ap.add_argument("--limit", type=float, default=10.0, help="--settings: seconds per solve")
     ap.add_argument("--baseline", help="--scale: a checkout whose `elk-opt bound` is the "
                                        "baseline (e.g. the main branch's worktree)")
@@ -231,6 +258,9 @@ def main() -> None:
         return
     if args.settings:
         settings(args.limit)
+        return
+    if args.sram:
+        sram()
         return
     print("| ops | what | median s | peak MiB |")
     print("| --- | --- | --- | --- |")
