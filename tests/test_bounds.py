@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from elk_opt.bounds.cheap import best_cheap_bound, cheap_bounds
 from elk_opt.bounds.fluid import fluid_bound, representatives
+from elk_opt.bounds.fluid_layers import fluid_layers_bound
 from elk_opt.bounds.fluid_sram import fluid_sram_bound
 from elk_opt.bounds.ideal import allowed_pairs, ideal_bound, least_tail
 from elk_opt.bounds.layers import layer_bound, layer_windows
@@ -99,8 +100,10 @@ def all_bounds(instance: Instance, timing: str, cpsat: bool = False) -> dict[str
     out["fluid-sram, band 1"] = fluid_sram_bound(instance, timing, band=1).bound_ns
     if cpsat:  # small windows: every window but the first has a free time origin
         for width in (2, 6):  # a time limit keeps CP-SAT's bound a bound
-            out[f"layers, width {width}"] = layer_bound(instance, timing, time_limit_s=1.0,
-                                                        max_width=width).bound_ns
+            windows = layer_bound(instance, timing, time_limit_s=1.0, max_width=width)
+            out[f"layers, width {width}"] = windows.bound_ns
+            out[f"fluid-layers, width {width}"] = fluid_layers_bound(
+                instance, timing, windows=windows).bound_ns
     return out
 
 
@@ -288,6 +291,7 @@ def test_identical_layers_are_solved_once_and_counted_each_time():
         rows = {r["bound"]: r for r in report["bounds"]}
         assert rows["layers1"]["ns"] == whole.bound_ns
         assert "(2 distinct)" in rows["window12"]["note"]
-        for name in ("layers1", "window12"):
+        assert rows["fluid-layers"]["ns"] >= max(rows["fluid"]["ns"], whole.bound_ns)
+        for name in ("layers1", "window12", "fluid-layers"):
             assert rows[name]["status"] == "complete"
             assert recompute(instance, timing, name, rows[name]["params"]) == rows[name]["ns"]

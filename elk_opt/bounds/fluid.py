@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import highspy
 import numpy as np
@@ -150,8 +150,9 @@ class _Lp:
 @dataclass
 class FluidModel:
     """The fluid LP before solving, with the handles an extension adds rows to: the pair
-    columns, and per interval b and load class k the column of z (class-k load work while no
-    execute is active) and the class-k load work done in b as {column: speed}."""
+    columns, per interval b and load class k the column of z (class-k load work while no
+    execute is active) and the class-k load work done in b as {column: speed}, and per
+    interval its phase columns (x, y, z: the time of the interval they account for)."""
 
     lp: _Lp
     costs: list[list[PairCost]]
@@ -160,6 +161,7 @@ class FluidModel:
     alone: list[list[int]]  # alone[b][k]: the z column
     work: list[list[dict[int, float]]]
     timing: Timing
+    phases: list[list[int]] = field(default_factory=list)
 
     def load_class(self, c: PairCost) -> int:
         return _class_of(c.load_demand if self.timing == "shared-noc" else 0, self.reps)
@@ -191,6 +193,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
     for row in pick:
         lp.row(dict.fromkeys(row, 1.0), 1.0, 1.0)
     model = FluidModel(lp, costs, pick, reps, [], [], timing)
+    phases: list[list[int]] = [[] for _ in range(n + 1)]
 
     # work[b][k]: the class-k load work done in interval b, as {column: speed}
     work: list[list[dict[int, float]]] = [[{} for _ in reps] for _ in range(n)]
@@ -201,6 +204,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
                 z = lp.column(1.0)  # z: loading while no execute is active
                 work[b][k][z] = 1.0
                 alone[b].append(z)
+                phases[b].append(z)
         if b == 0:
             continue
         i = b - 1
@@ -208,10 +212,13 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
         for a, c in enumerate(costs[i]):
             by_demand.setdefault(c.exec_demand if timing == "shared-noc" else 0, []).append(a)
         for demand, members in by_demand.items():
-            row = {lp.column(1.0): 1.0}  # y: the execute alone
+            y = lp.column(1.0)  # y: the execute alone
+            row = {y: 1.0}
+            phases[b].append(y)
             if b < n:  # loads overlapping the last execute would be past every deadline
                 for k, rep in enumerate(reps):
                     x = lp.column(1.0)
+                    phases[b].append(x)
                     s_load, s_exec = speeds(rep, demand, timing)
                     row[x] = s_exec
                     work[b][k][x] = s_load
@@ -230,7 +237,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
             backlog = lp.column()
             row[backlog] = -1.0
             lp.row(row, 0.0, 0.0)
-    model.alone, model.work = alone, work
+    model.alone, model.work, model.phases = alone, work, phases
     return model
 
 

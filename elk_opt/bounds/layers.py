@@ -65,6 +65,7 @@ class LayerBound:
     proven: int  # windows whose relaxation was solved to optimality
     solved: int  # windows counted: all of them unless a SIGINT stopped the search early
     wall_s: float
+    spans: tuple[tuple[int, int, int], ...] = ()  # per window counted: (a, b, its bound)
 
 
 def layer_windows(instance: Instance, per: int = 1,
@@ -109,6 +110,7 @@ def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: 
     started = time.perf_counter()
     windows = layer_windows(instance, per, max_width)
     seen: dict[tuple, tuple[int, bool]] = {}
+    spans: list[tuple[int, int, int]] = []
     total = proven = solved = 0
     with Interrupt() as interrupt, report_progress(len(windows), "layer windows",
                                                    unit="window", enabled=progress) as shown:
@@ -127,12 +129,14 @@ def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: 
                 if interrupt.seen:
                     total += bound
                     solved += 1
+                    spans.append((a, b, bound))
                     break
                 seen[key] = (bound, status == cp_model.OPTIMAL)
             bound, optimal = seen[key]
             total += bound
             proven += optimal
             solved += 1
+            spans.append((a, b, bound))
             shown.advance(status=f"ops {a}-{b - 1}, running bound {total:,} ns")
     return LayerBound(total, len(windows), len(seen), proven, solved,
-                      time.perf_counter() - started)
+                      time.perf_counter() - started, tuple(spans))
