@@ -3,6 +3,9 @@
 PYTHONPATH=. python benchmarks/bench_bounds.py [--sizes 20000,100000]
                                               [--dense-sizes 2000,5000] [--repeats 3]
 PYTHONPATH=. python benchmarks/bench_bounds.py --table
+PYTHONPATH=. python benchmarks/bench_bounds.py --scale [--baseline /work/main]
+PYTHONPATH=. python benchmarks/bench_bounds.py --settings [--limit 10]
+PYTHONPATH=. python benchmarks/bench_bounds.py --sram
 
 Memory: synthetic decoder instances (elk_opt.frontend.synthetic, 4 plans per op). Peak memory is
 tracemalloc's peak during the call (numpy's buffers included), above what the instance
@@ -13,6 +16,21 @@ where it still fits.
 --table: every cheap bound and the fluid LP under both timings, on the Elk artifact's layer,
 synthetic decoders and full zoo models, against the best heuristic plan under shared-noc (the
 baseline: a bound can only be compared with plans).
+
+--scale: the issue-17 instances (default chip, elk-paper cost model, bsp occupancy, 5b) and the
+Elk artifact's layer: every bound of `elk-opt bound` (the LP relaxation aside), value and wall
+time, before (the `elk-opt bound` of the checkout given by --baseline, run in a subprocess on
+the same instance in the same run) and after (this checkout), against Elk-Full's 5b plan.
+One thread per solver.
+
+--settings: which CP-SAT parameters raise a layer window's bound (elk_opt.bounds.layers,
+free time origin) within --limit seconds: the default portfolio against linearization level 2,
+the LP-based tree search, and LP-heavy worker pairs, on one Llama2-70B layer (elk-paper, bsp)
+under 5b and one synthetic decoder layer under both timings. The bound is CP-SAT's
+best_objective_bound when it stops.
+
+--sram: the fluid LP against the fluid LP with SRAM (elk_opt.bounds.fluid_sram) on synthetic
+decoders (96 ops, 5 plans) where SRAM binds, under both timings, against Elk-Full's plan.
 """
 
 from __future__ import annotations
@@ -81,15 +99,168 @@ def table() -> None:
               f"{fluid.wall_s:.2f} | {bound / best:.3f} |", flush=True)
 
 
+SCALE = {  # name: (model, batch, kv_len)
+    "opt-30b b16 kv2048": ("opt-30b", 16, 2048),
+    "gemma2-27b b64 kv4096": ("gemma2-27b", 64, 4096),
+    "llama2-70b b64 kv4096": ("llama2-70b", 64, 4096),
+}
+
+
+def scale(baseline: str | None) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    from pathlib import Path
+
+    from elk_opt.bounds.run_all import lower_bounds
+    from elk_opt.frontend.zoo import DEFAULT_CHIP, model_instance
+    from elk_opt.io import load_instance, save_instance
+    from elk_opt.solution import SolveOptions
+
+    data = Path(__file__).parent.parent / "tests" / "data"
+    cases = {"Elk artifact Llama2-13B layer": partial(
+        load_instance, data / "elk-artifact-llama2-13b-b32-kv2048-layer.json")}
+    for label, (model, batch, kv) in SCALE.items():
+        cases[label] = partial(model_instance, model, DEFAULT_CHIP, batch=batch, kv_len=kv,
+                               cost_model="elk-paper", noc_occupancy="bsp")
+    print("| instance | ops | Elk-Full 5b ns | bound | before ns | before s | after ns | "
+          "after s | Elk-Full / after - 1 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for label, build in cases.items():
+        instance = build()
+        plan = solve(instance, "elk-full", SolveOptions(timing="shared-noc"))
+        makespan = plan.claims.makespan_ns
+        before: dict[str, dict] = {}
+        if baseline:
+            with tempfile.TemporaryDirectory() as tmp:
+                path, out = Path(tmp) / "i.json", Path(tmp) / "b.json"
+                save_instance(path, instance)
+                # run in the baseline's directory: `python -m` puts the cwd first on the path
+                subprocess.run([sys.executable, "-m", "elk_opt.cli", "bound", str(path),
+                                "--lp-max-ops", "0", "--threads", "1", "-q", "-o", str(out)],
+                               check=True, cwd=baseline, stdout=subprocess.DEVNULL,
+                               env={**os.environ, "PYTHONPATH": baseline})
+                before = {r["bound"]: r for r in json.loads(out.read_text())["bounds"]}
+        after = {r["bound"]: r for r in lower_bounds(instance, lp_max_ops=0,
+                                                     threads=1)["bounds"]}
+        rows = list(before) + [name for name in after if name not in before]
+        for name in rows + ["best"]:
+            cells = []
+            for report in (before, after):
+                if name == "best":
+                    ns = max((r["ns"] or 0 for r in report.values()), default=None)
+                    cells += [f"{ns:,}" if report else "-", ""]
+                    continue
+                r = report.get(name)
+                cells += [f"{r['ns']:,}" if r and r["ns"] is not None else "-",
+                          f"{r['wall_s']:.1f}" if r else "-"]
+            ns_after = (max(r["ns"] or 0 for r in after.values()) if name == "best"
+                        else (after.get(name) or {}).get("ns"))
+            gap = f"{makespan / ns_after - 1:.2%}" if ns_after else "-"
+            print(f"| {label} | {len(instance.ops):,} | {makespan:,} | {name} | "
+                  + " | ".join(cells) + f" | {gap} |", flush=True)
+
+
+SETTINGS = {  # name: SatParameters fields
+    "default, 2 workers": {"num_workers": 2},
+    "linearization 2, 2 workers": {"num_workers": 2, "linearization_level": 2},
+    "lb_tree_search, 1 worker (layers.py, --threads 1)": {
+        "num_workers": 1, "optimize_with_lb_tree_search": True, "linearization_level": 2},
+    "lb_tree_search + max_lp (layers.py, --threads 2)": {
+        "num_workers": 2, "subsolvers": ["lb_tree_search", "max_lp"], "linearization_level": 2},
+    "default_lp + max_lp (cpsat's 5b workers)": {
+        "num_workers": 2, "subsolvers": ["default_lp", "max_lp"]},
+    "objective_shaving + max_lp": {
+        "num_workers": 2, "subsolvers": ["objective_shaving", "max_lp"]},
+}
+
+
+def settings(limit: float) -> None:
+    from ortools.sat.python import cp_model
+
+    from elk_opt.bounds.window import window_instance
+    from elk_opt.frontend.zoo import DEFAULT_CHIP, model_instance
+    from formulations.common import Restrictions
+    from formulations.cpsat import build
+
+    llama = model_instance("llama2-70b", DEFAULT_CHIP, batch=64, kv_len=4096, layers=3,
+                           cost_model="elk-paper", noc_occupancy="bsp")
+    first = next(i for i, op in enumerate(llama.ops) if op.layer == 1)
+    synthetic = synthetic_instance(36, 2, 3, 0.3)
+    cases = {"Llama2-70B b64 kv4096 layer, 5b": (window_instance(llama, first, first + 18),
+                                                   "shared-noc"),
+             "synthetic layer (12 ops, 2 plans), section 5": (
+                 window_instance(synthetic, 12, 24), "separate-noc"),
+             "synthetic layer (12 ops, 2 plans), 5b": (window_instance(synthetic, 12, 24),
+                                                      "shared-noc")}
+    print("| window | CP-SAT settings | status | bound ns | s |")
+    print("| --- | --- | --- | --- | --- |")
+    for label, (window, timing) in cases.items():
+        for name, fields in SETTINGS.items():
+            cm = build(window, Restrictions(), timing=timing)
+            cm.model.minimize(cm.exec_end[-1] - cm.exec_start[0])
+            solver = cp_model.CpSolver()
+            solver.parameters.max_time_in_seconds = limit
+            for key, value in fields.items():
+                if key == "subsolvers":
+                    solver.parameters.subsolvers.extend(value)
+                else:
+                    setattr(solver.parameters, key, value)
+            started = time.perf_counter()
+            status = solver.solve(cm.model)
+            print(f"| {label} | {name} | {solver.status_name(status).lower()} | "
+                  f"{solver.best_objective_bound:,.0f} | {time.perf_counter() - started:.1f} |",
+                  flush=True)
+
+
+def sram() -> None:
+    from elk_opt.bounds.fluid import fluid_bound
+    from elk_opt.bounds.fluid_sram import fluid_sram_bound
+    from elk_opt.solution import SolveOptions
+
+    print("| seed | tightness | timing | Elk-Full ns | fluid ns | fluid-sram ns | fluid s | "
+          "fluid-sram s | Elk-Full / fluid - 1 | Elk-Full / fluid-sram - 1 |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    for seed in (0, 1):
+        for tightness in (0.6, 1.0):
+            instance = synthetic_instance(96, 5, seed, tightness)
+            for timing in ("separate-noc", "shared-noc"):
+                plan = solve(instance, "elk-full", SolveOptions(timing=timing))
+                best = plan.claims.makespan_ns
+                fluid = fluid_bound(instance, timing)
+                with_sram = fluid_sram_bound(instance, timing)
+                print(f"| {seed} | {tightness} | {timing} | {best:,} | {fluid.bound_ns:,} | "
+                      f"{with_sram.bound_ns:,} | {fluid.wall_s:.2f} | {with_sram.wall_s:.2f} | "
+                      f"{best / fluid.bound_ns - 1:.2%} | {best / with_sram.bound_ns - 1:.2%} |",
+                      flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="20000,100000")
     ap.add_argument("--dense-sizes", default="2000,5000")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--table", action="store_true")
+    ap.add_argument("--scale", action="store_true")
+    ap.add_argument("--settings", action="store_true")
+    ap.add_argument("--sram", action="store_true")
+    ap.add_argument("--limit", type=float, default=10.0, help="--settings: seconds per solve")
+    ap.add_argument("--baseline", help="--scale: a checkout whose `elk-opt bound` is the "
+                                       "baseline (e.g. the main branch's worktree)")
     args = ap.parse_args()
     if args.table:
         table()
+        return
+    if args.scale:
+        scale(args.baseline)
+        return
+    if args.settings:
+        settings(args.limit)
+        return
+    if args.sram:
+        sram()
         return
     print("| ops | what | median s | peak MiB |")
     print("| --- | --- | --- | --- |")

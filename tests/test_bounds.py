@@ -12,15 +12,19 @@ from hypothesis import strategies as st
 
 from elk_opt.bounds.cheap import best_cheap_bound, cheap_bounds
 from elk_opt.bounds.fluid import fluid_bound, representatives
+from elk_opt.bounds.fluid_layers import fluid_layers_bound
+from elk_opt.bounds.fluid_sram import fluid_sram_bound
 from elk_opt.bounds.ideal import allowed_pairs, ideal_bound, least_tail
+from elk_opt.bounds.layers import layer_bound, layer_windows
 from elk_opt.bounds.run_all import lower_bounds, recompute
 from elk_opt.cli import main
 from elk_opt.evaluate import evaluate, fits_memory
+from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import load_instance
 from elk_opt.methods import heuristics, solve
 from elk_opt.problem import TIMINGS, Instance
 from elk_opt.solution import SolveOptions
-from formulations.enumerate import enumerate_optimum
+from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from tests.strategies import random_instances, random_plans, synthetic_instances
 from tests.tiny import only_choice, parse, port_instance, tiny_instance
 
@@ -87,10 +91,19 @@ def test_least_tail_is_the_exact_minimum(dag):
 CALIBRATION = Path(__file__).parent / "data" / "elk-artifact-llama2-13b-b32-kv2048-layer.json"
 
 
-def all_bounds(instance: Instance, timing: str) -> dict[str, int]:
+def all_bounds(instance: Instance, timing: str, cpsat: bool = False) -> dict[str, int]:
+    """Every bound; with `cpsat`, also those CP-SAT proves (slower: kept to fewer examples)."""
     out = cheap_bounds(instance, timing)
     out["fluid"] = fluid_bound(instance, timing).bound_ns
     out["fluid, 2 classes"] = fluid_bound(instance, timing, max_classes=2).bound_ns
+    out["fluid-sram"] = fluid_sram_bound(instance, timing).bound_ns
+    out["fluid-sram, band 1"] = fluid_sram_bound(instance, timing, band=1).bound_ns
+    if cpsat:  # small windows: every window but the first has a free time origin
+        for width in (2, 6):  # a time limit keeps CP-SAT's bound a bound
+            windows = layer_bound(instance, timing, time_limit_s=1.0, max_width=width)
+            out[f"layers, width {width}"] = windows.bound_ns
+            out[f"fluid-layers, width {width}"] = fluid_layers_bound(
+                instance, timing, windows=windows).bound_ns
     return out
 
 
@@ -132,12 +145,18 @@ def test_bounds_never_exceed_a_heuristic_plan(instance):
             assert_below(instance, plan.choice, plan.program, plan.release_ns)
 
 
-@settings(max_examples=15)
+@settings(max_examples=10)
 @given(synthetic_instances(max_ops=30, max_plans=4))
 def test_bounds_never_exceed_heuristic_plans_on_synthetic_decoders(instance):
-    for method in ("static", "elk-dyn", "lhs"):
-        plan = solve(instance, method, SolveOptions(timing="shared-noc"))
-        assert_below(instance, plan.choice, plan.program, plan.release_ns)
+    plans = [solve(instance, m, SolveOptions(timing="shared-noc"))
+             for m in ("static", "elk-dyn", "lhs")]
+    for timing in TIMINGS:
+        bounds = all_bounds(instance, timing, cpsat=True)
+        for plan in plans:
+            schedule = evaluate(instance, plan.choice, plan.program, plan.release_ns,
+                                timing=timing)
+            for name, bound in bounds.items():
+                assert bound <= schedule.makespan_ns, (timing, name)
 
 
 @settings(max_examples=60)
@@ -145,8 +164,29 @@ def test_bounds_never_exceed_heuristic_plans_on_synthetic_decoders(instance):
 def test_separate_noc_bounds_never_exceed_the_exhaustive_optimum(instance):
     best = enumerate_optimum(instance)
     assert best is not None
-    for name, bound in all_bounds(instance, "separate-noc").items():
+    for name, bound in all_bounds(instance, "separate-noc", cpsat=True).items():
         assert bound <= best.makespan_ns, name
+
+
+@settings(max_examples=40)
+@given(random_instances(max_ops=3, max_plans=2, noc=True, max_ns=10))
+def test_shared_noc_bounds_never_exceed_the_exhaustive_5b_optimum(instance):
+    best = enumerate_shared_optimum(instance)
+    assert best is not None
+    for name, bound in all_bounds(instance, "shared-noc", cpsat=True).items():
+        assert bound <= best.makespan_ns, name
+
+
+def test_the_fluid_bound_with_sram_charges_a_load_that_overlaps_an_execute():
+    # Each op holds 60 of 100 B while it waits or runs, so P1 cannot be pending at E0: the
+    # optimum is 40 (P0 E0 P1 E1, nothing overlaps). The fluid LP overlaps P1 with E0 (30);
+    # with R5, the part of P1 beside E0 makes op1 pending there, charged its fraction done:
+    # 0.6 + 0.6 f <= 1, so f <= 2/3 and a third of P1 runs alone: 33.3, rounded up 34.
+    instance = tiny_instance([(10, 60, 10, 60, 0), (10, 60, 10, 60, 0)])
+    assert enumerate_optimum(instance).makespan_ns == 40
+    for timing in TIMINGS:
+        assert fluid_bound(instance, timing).bound_ns == 30
+        assert fluid_sram_bound(instance, timing).bound_ns == 34
 
 
 def test_the_port_bounds_prove_a_contended_optimum():
@@ -199,20 +239,21 @@ def test_class_representatives_round_down():
 
 def test_bound_command_reports_each_timing_s_bounds(tmp_path, capsys):
     out = tmp_path / "b.json"
-    assert main(["bound", str(CALIBRATION), "--window", "0", "--lp-max-ops", "0",
-                 "-o", str(out)]) == 0
+    assert main(["bound", str(CALIBRATION), "--window", "0", "--layers", "0",
+                 "--lp-max-ops", "0", "-o", str(out)]) == 0
     report = json.loads(out.read_text())
     rows = {r["bound"]: r for r in report["bounds"]}
     assert report["timing"] == "shared-noc" and set(rows) == {
-        "ideal", "hbm-cut", "port-total", "port-cut", "fluid"}
-    assert report["best"] == {"bound": "fluid", "ns": fluid_bound(
-        load_instance(CALIBRATION), "shared-noc").bound_ns}
+        "ideal", "hbm-cut", "port-total", "port-cut", "fluid", "fluid-sram"}
+    assert report["best"]["ns"] == fluid_bound(load_instance(CALIBRATION),
+                                               "shared-noc").bound_ns
     assert rows["port-cut"]["timings"] == "shared-noc" and rows["ideal"]["order"] == "any"
     assert "fluid" in capsys.readouterr().out
     assert main(["bound", str(CALIBRATION), "--timing", "separate-noc", "--window", "0",
-                 "--lp-max-ops", "0", "-o", str(out)]) == 0
+                 "--layers", "0", "--lp-max-ops", "0", "-o", str(out)]) == 0
     report = json.loads(out.read_text())
-    assert {r["bound"] for r in report["bounds"]} == {"ideal", "hbm-cut", "fluid"}
+    assert {r["bound"] for r in report["bounds"]} == {"ideal", "hbm-cut", "fluid",
+                                                      "fluid-sram"}
     assert report["best"]["ns"] == 191_398
     assert main(["bound", str(CALIBRATION), "--timing", "nonsense"]) == 2
 
@@ -221,8 +262,36 @@ def test_every_reported_bound_is_recomputed_from_its_params():
     instance = load_instance(CALIBRATION)
     for timing in TIMINGS:
         report = lower_bounds(instance, timing=timing, window=4, window_time_s=5.0,
-                              lp_max_ops=0)
+                              layers=0, lp_max_ops=0)
         for row in report["bounds"]:
             assert row["status"] in ("complete", "time-limit"), row
             if row["status"] == "complete":
                 assert recompute(instance, timing, row["bound"], row["params"]) == row["ns"]
+
+
+def test_identical_layers_are_solved_once_and_counted_each_time():
+    instance = synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)  # 3 layers of 12
+    assert layer_windows(instance) == [(0, 12), (12, 24), (24, 36)]
+    assert layer_windows(instance, max_width=8) == [(0, 8), (8, 12), (12, 20), (20, 24),
+                                                    (24, 32), (32, 36)]
+    assert layer_windows(instance, per=2, max_width=8) == [(0, 12), (12, 24), (24, 36)]
+    for timing in TIMINGS:
+        whole = layer_bound(instance, timing, time_limit_s=30.0)
+        assert (whole.windows, whole.distinct, whole.proven) == (3, 2, 3)
+        # each distinct window's optimum, counted once per occurrence
+        first = layer_bound(replace(instance, ops=instance.ops[:12]), timing, time_limit_s=30.0)
+        later = layer_bound(replace(instance, ops=instance.ops[:24]), timing,
+                            time_limit_s=30.0).bound_ns - first.bound_ns
+        assert whole.bound_ns == first.bound_ns + 2 * later
+        plan = solve(instance, "elk-full", SolveOptions(timing=timing))
+        assert whole.bound_ns <= plan.claims.makespan_ns
+        report = lower_bounds(instance, timing=timing, window=12, window_time_s=30.0,
+                              layers=1, layers_time_s=30.0, fluid_sram_max_ops=0,
+                              lp_max_ops=0)
+        rows = {r["bound"]: r for r in report["bounds"]}
+        assert rows["layers1"]["ns"] == whole.bound_ns
+        assert "(2 distinct)" in rows["window12"]["note"]
+        assert rows["fluid-layers"]["ns"] >= max(rows["fluid"]["ns"], whole.bound_ns)
+        for name in ("layers1", "window12", "fluid-layers"):
+            assert rows[name]["status"] == "complete"
+            assert recompute(instance, timing, name, rows[name]["params"]) == rows[name]["ns"]

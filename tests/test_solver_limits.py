@@ -216,7 +216,9 @@ def test_sigint_ends_polish_with_its_incumbent(tmp_path):
 def test_sigint_ends_the_window_bound_with_the_windows_bounded(tmp_path):
     code, waited, report = _interrupt(
         tmp_path, ["bound", "--window", "24", "--window-time", "60", "--threads", "1",
-                   "--lp-max-ops", "0", "--fluid-max-ops", "0"], "window bound", 3.0)
+                   "--lp-max-ops", "0", "--fluid-max-ops", "0", "--fluid-sram-max-ops", "0",
+                   "--layers", "0"],
+        "window bound", 3.0)
     assert code == 0 and waited < PROMPT_S
     window = next(r for r in report["bounds"] if r["bound"] == "window24")
     assert re.fullmatch(r"interrupted: the first [123] of 4 windows", window["note"])

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import highspy
 import numpy as np
@@ -147,14 +147,44 @@ class _Lp:
         return info.objective_function_value, max(0.0, info.sum_dual_infeasibilities)
 
 
-def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
-                max_classes: int = 16, threads: int = 1) -> FluidBound:
-    """The fluid LP's bound (module docstring) for plans under `timing`."""
-    started = time.perf_counter()
-    costs = [_undominated(cs) for cs in pair_costs(instance)]
+@dataclass
+class FluidModel:
+    """The fluid LP before solving, with the handles an extension adds rows to: the pair
+    columns, per interval b and load class k the column of z (class-k load work while no
+    execute is active) and the class-k load work done in b as {column: speed}, and per
+    interval its phase columns (x, y, z: the time of the interval they account for)."""
+
+    lp: _Lp
+    costs: list[list[PairCost]]
+    pick: list[list[int]]
+    reps: list[int]
+    alone: list[list[int]]  # alone[b][k]: the z column
+    work: list[list[dict[int, float]]]
+    timing: Timing
+    phases: list[list[int]] = field(default_factory=list)
+
+    def load_class(self, c: PairCost) -> int:
+        return _class_of(c.load_demand if self.timing == "shared-noc" else 0, self.reps)
+
+    def solve(self, time_limit_s: float | None, threads: int) -> int | None:
+        """The LP's optimum rounded up with a margin for the solver's tolerance (None if it
+        did not finish). A column whose reduced cost is negative by d lets the reported
+        optimum exceed the true one by at most d times its value; every column is at most the
+        optimum (those with a cost) or the total load time (the others; picks are at most 1)."""
+        solved = self.lp.solve(time_limit_s, threads)
+        if solved is None:
+            return None
+        value, infeasible = solved
+        most = max(value, sum(max(c.load for c in cs) for cs in self.costs), 1.0)
+        margin = infeasible * most + 1e-9 * abs(value) + 1e-6
+        return max(0, math.ceil(value - margin))
+
+
+def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 16
+                ) -> FluidModel:
+    """The fluid LP (module docstring) over per-op pair costs, not yet solved. `costs` may
+    be any PairCost (sub)class instances: an extension keeps more numbers per pair."""
     n = len(costs)
-    if n == 0:
-        return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
     loaded = {c.load_demand if timing == "shared-noc" else 0
               for cs in costs for c in cs if c.load > 0}
     reps = representatives(loaded, max_classes) if loaded else []
@@ -162,16 +192,19 @@ def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None =
     pick = [[lp.column() for _ in cs] for cs in costs]
     for row in pick:
         lp.row(dict.fromkeys(row, 1.0), 1.0, 1.0)
-
-    def load_class(c: PairCost) -> int:
-        return _class_of(c.load_demand if timing == "shared-noc" else 0, reps)
+    model = FluidModel(lp, costs, pick, reps, [], [], timing)
+    phases: list[list[int]] = [[] for _ in range(n + 1)]
 
     # work[b][k]: the class-k load work done in interval b, as {column: speed}
     work: list[list[dict[int, float]]] = [[{} for _ in reps] for _ in range(n)]
+    alone: list[list[int]] = [[] for _ in range(n)]
     for b in range(n + 1):
         if b < n:
             for k in range(len(reps)):
-                work[b][k][lp.column(1.0)] = 1.0  # z: loading while no execute is active
+                z = lp.column(1.0)  # z: loading while no execute is active
+                work[b][k][z] = 1.0
+                alone[b].append(z)
+                phases[b].append(z)
         if b == 0:
             continue
         i = b - 1
@@ -179,10 +212,13 @@ def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None =
         for a, c in enumerate(costs[i]):
             by_demand.setdefault(c.exec_demand if timing == "shared-noc" else 0, []).append(a)
         for demand, members in by_demand.items():
-            row = {lp.column(1.0): 1.0}  # y: the execute alone
+            y = lp.column(1.0)  # y: the execute alone
+            row = {y: 1.0}
+            phases[b].append(y)
             if b < n:  # loads overlapping the last execute would be past every deadline
                 for k, rep in enumerate(reps):
                     x = lp.column(1.0)
+                    phases[b].append(x)
                     s_load, s_exec = speeds(rep, demand, timing)
                     row[x] = s_exec
                     work[b][k][x] = s_load
@@ -196,22 +232,23 @@ def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None =
             if backlog is not None:
                 row[backlog] = 1.0
             for a, c in enumerate(costs[j]):
-                if c.load > 0 and load_class(c) == k:
+                if c.load > 0 and model.load_class(c) == k:
                     row[pick[j][a]] = row.get(pick[j][a], 0.0) - c.load
             backlog = lp.column()
             row[backlog] = -1.0
             lp.row(row, 0.0, 0.0)
-    solved = lp.solve(time_limit_s, threads)
-    bound = None
-    if solved is not None:
-        value, infeasible = solved
-        # A column whose reduced cost is negative by d lets the reported optimum exceed the
-        # true one by at most d times its value; every column is at most the optimum (those
-        # with a cost) or the total load time (backlogs; picks are at most 1).
-        most = max(value, sum(max(c.load for c in cs) for cs in costs), 1.0)
-        margin = infeasible * most + 1e-9 * abs(value) + 1e-6
-        bound = max(0, math.ceil(value - margin))
-    return FluidBound(bound, len(lp.cost), len(lp.row_lower), len(reps),
+    model.alone, model.work, model.phases = alone, work, phases
+    return model
+
+
+def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
+                max_classes: int = 16, threads: int = 1) -> FluidBound:
+    """The fluid LP's bound (module docstring) for plans under `timing`."""
+    started = time.perf_counter()
+    costs = [_undominated(cs) for cs in pair_costs(instance)]
+    if not costs:
+        return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
+    model = build_fluid(costs, timing, max_classes)
+    bound = model.solve(time_limit_s, threads)
+    return FluidBound(bound, len(model.lp.cost), len(model.lp.row_lower), len(model.reps),
                       time.perf_counter() - started)
-
-

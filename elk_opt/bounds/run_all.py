@@ -11,10 +11,17 @@ only slows); the port bounds need the shared port.
   an execute's start (elk_opt.bounds.cuts), linear time;
 - fluid: an LP over how load and execute work can overlap between execute starts, with
   the port's sharing rule under 5b (elk_opt.bounds.fluid);
+- fluid-sram: the fluid LP plus rule R5 over the loads that have made progress by each
+  execute (elk_opt.bounds.fluid_sram), up to `fluid_sram_max_ops` ops;
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
-  (elk_opt.bounds.window); sees SRAM.
+  (elk_opt.bounds.window); sees SRAM;
+- layers: windows of whole decoder layers, each relaxation bounded by CP-SAT under the
+  timing asked for (elk_opt.bounds.layers); sees SRAM and, under 5b, the port;
+- fluid-layers: the fluid LP with each layer window's time at least its bound
+  (elk_opt.bounds.fluid_layers), with the layer windows, up to `fluid_max_ops` ops.
 The lp and window models are section 5's: valid under both timings, blind to the port.
+Window and layer bounds solve each distinct window once (decoder layers repeat).
 Every bound but ideal and port-total holds for plans that execute in the instance's order
 (every method here does). A Ctrl-C stops the bound being computed and keeps those already
 found; the window bound keeps the windows it had bounded. Solvers load only when asked for.
@@ -42,8 +49,11 @@ class _Limits:
     timing: Timing
     fluid_max_ops: int
     fluid_time_s: float
+    fluid_sram_max_ops: int
     window: int
     window_time_s: float
+    layers: int
+    layers_time_s: float
     lp_max_ops: int
     lp_time_s: float
     threads: int
@@ -80,6 +90,23 @@ def _fluid(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
                 params={"time_limit_s": lim.fluid_time_s})
 
 
+def _fluid_sram(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    n = len(instance.ops)
+    if n > lim.fluid_sram_max_ops:
+        return None
+    from elk_opt.bounds.fluid_sram import DEFAULT_BAND, fluid_sram_bound
+    lim.say(f"fluid LP with SRAM of {n} ops...")
+    started = time.perf_counter()
+    fb = fluid_sram_bound(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
+                          threads=lim.threads)
+    done = fb.bound_ns is not None
+    note = (f"{fb.columns:,} columns, {fb.rows:,} rows, loads tracked {DEFAULT_BAND} "
+            "executes back" if done else f"not finished in {lim.fluid_time_s:g} s")
+    return _row("fluid-sram", started, fb.bound_ns, lim.timing, "instance", note,
+                status="complete" if done else "time-limit",
+                params={"time_limit_s": lim.fluid_time_s, "band": DEFAULT_BAND})
+
+
 def _lp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     n = len(instance.ops)
     if n > lim.lp_max_ops:
@@ -109,7 +136,8 @@ def _window(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
                       progress=lim.progress)
     interrupted = wb.solved < wb.windows
     note = (f"interrupted: the first {wb.solved} of {wb.windows} windows" if interrupted
-            else f"{wb.windows} windows, {wb.proven} solved to optimality")
+            else f"{wb.windows} windows ({wb.distinct} distinct), {wb.proven} solved to "
+                 "optimality")
     status = ("interrupted" if interrupted
               else "complete" if wb.proven == wb.windows else "time-limit")
     return {"bound": f"window{lim.window}", "ns": wb.bound_ns, "wall_s": wb.wall_s,
@@ -118,22 +146,69 @@ def _window(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
             "interrupted": interrupted}
 
 
-HEAVY: tuple[Callable[[Instance, _Limits], dict[str, Any] | None], ...] = (_fluid, _lp, _window)
+def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
+    """The layer windows' row and, reusing their bounds, the fluid LP with them as rows."""
+    if not lim.layers:
+        return None
+    from elk_opt.bounds.layers import layer_bound
+    lim.say(f"layer windows, {lim.layers} layer(s) each, under {lim.timing}...")
+    lb = layer_bound(instance, lim.timing, lim.layers, lim.layers_time_s, lim.threads,
+                     progress=lim.progress)
+    interrupted = lb.solved < lb.windows
+    note = (f"interrupted: the first {lb.solved} of {lb.windows} windows" if interrupted
+            else f"{lb.windows} windows ({lb.distinct} distinct), {lb.proven} solved to "
+                 "optimality")
+    status = ("interrupted" if interrupted
+              else "complete" if lb.proven == lb.windows else "time-limit")
+    params = {"per": lim.layers, "time_limit_s": lim.layers_time_s}
+    timings = lim.timing if lim.timing == "shared-noc" else BOTH
+    rows = [{"bound": f"layers{lim.layers}", "ns": lb.bound_ns, "wall_s": lb.wall_s,
+             "timings": timings, "order": "instance", "note": note, "status": status,
+             "params": params, "interrupted": interrupted}]
+    if interrupted or len(instance.ops) > lim.fluid_max_ops:
+        return rows
+    from elk_opt.bounds.fluid_layers import fluid_layers_bound
+    lim.say("fluid LP with the layer windows as rows...")
+    started = time.perf_counter()
+    fb = fluid_layers_bound(instance, lim.timing, lim.layers_time_s, lim.fluid_time_s,
+                            lim.threads, per=lim.layers, windows=lb)
+    done = fb.bound_ns is not None
+    row = _row("fluid-layers", started, fb.bound_ns, timings, "instance",
+               f"the fluid LP, each of the {fb.windows} layer windows' time at least its "
+               "bound" if done else f"not finished in {lim.fluid_time_s:g} s",
+               status=status if done else "time-limit",
+               params={**params, "lp_time_s": lim.fluid_time_s})
+    row["wall_s"] += lb.wall_s  # the windows' time is part of its cost
+    rows.append(row)
+    return rows
+
+
+HEAVY: tuple[Callable[[Instance, _Limits], Any], ...] = (
+    _fluid, _fluid_sram, _lp, _window, _layers)
 
 
 MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not started
 BUDGET_SPENT = "skipped: the time budget was spent"
 
 
-def _capped(lim: _Limits, left: float, ops: int) -> _Limits | None:
+def _capped(lim: _Limits, left: float, instance: Instance) -> _Limits | None:
     """The limits with every solver limit capped by `left` seconds (the window bound's per
-    window, by `left` over its windows); None when less than MIN_SOLVER_S is left."""
+    window, by `left` over its windows; the layer windows', by half of `left` over theirs,
+    the fluid LP they feed taking the other half); None when less than MIN_SOLVER_S is
+    left."""
     if left < MIN_SOLVER_S:
         return None
-    windows = math.ceil(ops / lim.window) if lim.window else 1
+    windows = math.ceil(len(instance.ops) / lim.window) if lim.window else 1
+    layer_windows = 1
+    if lim.layers:
+        from elk_opt.bounds.layers import layer_windows as cut
+
+        layer_windows = max(1, len(cut(instance, lim.layers)))
     return replace(lim, fluid_time_s=round(min(lim.fluid_time_s, left), 3),
                    lp_time_s=round(min(lim.lp_time_s, left), 3),
-                   window_time_s=round(min(lim.window_time_s, max(left / windows, 0.01)), 3))
+                   window_time_s=round(min(lim.window_time_s, max(left / windows, 0.01)), 3),
+                   layers_time_s=round(min(lim.layers_time_s,
+                                           max(left / 2 / layer_windows, 0.01)), 3))
 
 
 def recompute(instance: Instance, timing: Timing, name: str,
@@ -150,25 +225,40 @@ def recompute(instance: Instance, timing: Timing, name: str,
     if name == "fluid":
         from elk_opt.bounds.fluid import fluid_bound
         return fluid_bound(instance, timing, params.get("time_limit_s")).bound_ns
+    if name == "fluid-sram":
+        from elk_opt.bounds.fluid_sram import fluid_sram_bound
+        return fluid_sram_bound(instance, timing, params.get("time_limit_s"),
+                                params["band"]).bound_ns
     if name == "lp":
         from formulations.ilp import lp_bound
         return lp_bound(instance, params.get("time_limit_s"))
     if name.startswith("window") and "width" in params:
         from elk_opt.bounds.window import window_bound
         return window_bound(instance, params["width"], params["time_limit_s"], 1).bound_ns
+    if name == "fluid-layers":
+        from elk_opt.bounds.fluid_layers import fluid_layers_bound
+        return fluid_layers_bound(instance, timing, params["time_limit_s"],
+                                  params.get("lp_time_s"), per=params["per"]).bound_ns
+    if name.startswith("layers") and "per" in params:
+        from elk_opt.bounds.layers import layer_bound
+        return layer_bound(instance, timing, params["per"], params["time_limit_s"]).bound_ns
     raise UsageError(f"no bound named {name!r} under {timing} to recompute")
 
 
 def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
-                 fluid_max_ops: int = 2000, fluid_time_s: float = 120.0, window: int = 12,
-                 window_time_s: float = 2.0, lp_max_ops: int = 400, lp_time_s: float = 120.0,
-                 threads: int = 2, progress: bool = False,
-                 time_budget_s: float | None = None) -> dict[str, Any]:
+                 fluid_max_ops: int = 2000, fluid_time_s: float = 120.0,
+                 fluid_sram_max_ops: int = 600, window: int = 12,
+                 window_time_s: float = 2.0, layers: int = 1, layers_time_s: float = 10.0,
+                 lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
+                 progress: bool = False, time_budget_s: float | None = None) -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note", "status", "params"}], "best"}`.
 
-    The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`; `window` ops per
-    window (0 skips the window bound), `window_time_s` of CP-SAT per window; the LP relaxation
+    The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`, the fluid LP with
+    SRAM up to `fluid_sram_max_ops` ops within the same time limit; `window` ops per
+    window (0 skips the window bound), `window_time_s` of CP-SAT per window; `layers` decoder
+    layers per layer window (0 skips them), `layers_time_s` of CP-SAT per distinct one; the
+    LP relaxation
     runs up to `lp_max_ops` ops, for at most `lp_time_s` (model building included). A bound
     that did not finish in time has `ns` None. `time_budget_s` (None: no budget) caps the
     solver-backed bounds together: each runs with its own limit capped by what is left of the
@@ -178,11 +268,14 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
+            or fluid_sram_max_ops < 0 or layers < 0 or layers_time_s <= 0
             or (time_budget_s is not None and not time_budget_s >= 0)):
-        raise UsageError("window, lp_max_ops, fluid_max_ops and time_budget_s must be >= 0 "
-                         "and window_time_s, lp_time_s, fluid_time_s, threads positive")
-    lim = _Limits(timing, fluid_max_ops, fluid_time_s, window, window_time_s, lp_max_ops,
-                  lp_time_s, threads, progress)
+        raise UsageError("window, layers, lp_max_ops, fluid_max_ops, fluid_sram_max_ops and "
+                         "time_budget_s must be >= 0 and window_time_s, layers_time_s, "
+                         "lp_time_s, fluid_time_s, threads positive")
+    lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, window,
+                  window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
+                  progress)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))
@@ -199,7 +292,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     deadline = None if time_budget_s is None else time.perf_counter() + time_budget_s
     for heavy in HEAVY:
         started = time.perf_counter()
-        capped = lim if deadline is None else _capped(lim, deadline - started, len(instance.ops))
+        capped = lim if deadline is None else _capped(lim, deadline - started, instance)
         if capped is None:
             rows.append(_row(heavy.__name__.strip("_"), started, None, "", "",
                              BUDGET_SPENT, status="skipped"))
@@ -210,11 +303,13 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
             rows.append(_row(heavy.__name__.strip("_"), started, None, "", "",
                              "interrupted (the rest skipped)", status="interrupted"))
             break
-        if row is not None:
-            interrupted = row.pop("interrupted", False)
-            rows.append(row)
-            if interrupted:
-                break
+        if row is None:
+            continue
+        found = row if isinstance(row, list) else [row]
+        stopped = [one.pop("interrupted", False) for one in found]
+        rows.extend(found)
+        if any(stopped):
+            break
     best = max(rows, key=lambda r: r["ns"] if r["ns"] is not None else -1)
     return {"instance": instance.name, "ops": len(instance.ops), "timing": timing,
             "bounds": rows, "best": {"bound": best["bound"], "ns": best["ns"]}}

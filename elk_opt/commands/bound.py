@@ -22,8 +22,8 @@ from elk_opt.io import load_instance, save_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("bound", help="lower bounds on the makespan (Ideal, cuts, fluid LP, LP, "
-                                     "windows)", description=__doc__,
+    p = sub.add_parser("bound", help="lower bounds on the makespan (Ideal, cuts, fluid LPs, LP, "
+                                     "windows, layer windows)", description=__doc__,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("instance", metavar="instance.json")
     add_timing(p)
@@ -31,10 +31,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="skip the fluid LP above this many ops (default 2000)")
     p.add_argument("--fluid-time", type=positive_float, default=120.0, metavar="S",
                    help="time limit of the fluid LP (default 120 s)")
+    p.add_argument("--fluid-sram-max-ops", type=nonnegative_int, default=600, metavar="N",
+                   help="skip the fluid LP with SRAM above this many ops (default 600; it "
+                        "shares --fluid-time)")
     p.add_argument("--window", type=nonnegative_int, default=12, metavar="N",
                    help="ops per window of the window bound (0: skip it; default 12)")
     p.add_argument("--window-time", type=positive_float, default=2.0, metavar="S",
                    help="CP-SAT time per window (default 2 s)")
+    p.add_argument("--layers", type=nonnegative_int, default=1, metavar="N",
+                   help="decoder layers per window of the layer-window bound, solved under "
+                        "--timing, each distinct window once (0: skip it; default 1)")
+    p.add_argument("--layers-time", type=positive_float, default=10.0, metavar="S",
+                   help="CP-SAT time per distinct layer window (default 10 s)")
     p.add_argument("--lp-max-ops", type=nonnegative_int, default=400, metavar="N",
                    help="skip the LP relaxation above this many ops (default 400)")
     p.add_argument("--lp-time", type=positive_float, default=120.0, metavar="S",
@@ -50,8 +58,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     report = lower_bounds(instance, timing=args.timing, fluid_max_ops=args.fluid_max_ops,
-                          fluid_time_s=args.fluid_time, window=args.window,
-                          window_time_s=args.window_time, lp_max_ops=args.lp_max_ops,
+                          fluid_time_s=args.fluid_time,
+                          fluid_sram_max_ops=args.fluid_sram_max_ops, window=args.window,
+                          window_time_s=args.window_time, layers=args.layers,
+                          layers_time_s=args.layers_time, lp_max_ops=args.lp_max_ops,
                           lp_time_s=args.lp_time, threads=args.threads,
                           progress=not args.quiet)
     rows, best = report["bounds"], report["best"]

@@ -1,0 +1,146 @@
+"""The fluid bound with SRAM: the fluid LP plus rule R5 over the loads each execute sees.
+
+Valid for every plan that executes in the instance's order (any pair choice, preload order,
+issue points and releases), under the timing it is built for (the fluid LP's, see
+elk_opt.bounds.fluid, whose notation this follows: interval b is [S_{b-1}, S_b), E<b-1> the
+only execute that can be active in it).
+
+What the fluid LP misses: a load that makes progress early holds SRAM from its issue until its
+op executes. Precisely, if load j (j > k) does any work before S_k, or while E<k> is active,
+then P<j> precedes E<k> in the program (a preload listed after E<k> starts no earlier than
+E<k> ends, DESIGN.md 5 and 5b), and E<j> follows E<k>, so j is pending at E<k> and R5 at k
+charges its preload space in full.
+
+Per op j and each of its pairs a whose load moves data, the LP gets cumulative fractions
+F[j, a, b] in [0, 1] of that load's work (in alone time, as the fluid LP counts it) done in
+intervals up to b, for b in a band j - band .. j (F[j, a, j - band - 1] is the work done before
+the band, one column), and wz[j, a, b], the fraction done in interval b while no execute is
+active. For the true plan with pair a chosen (lambda = 1 there, 0 for the op's other pairs,
+all of whose columns are 0), these satisfy:
+- F[j, a, j] = lambda[j, a]: the load is done by S_j; F is non-decreasing in b; and
+  0 <= wz[j, a, b] <= F[j, a, b] - F[j, a, b - 1];
+- interval capacity: for each interval b and load class k, the class-k loads' work in b,
+  sum load_a (F[j, a, b] - F[j, a, b - 1]), is at most the work the fluid LP credits class k
+  in b (which is at least the true work: the LP's speeds are never below the true ones), and
+  their work while no execute is active, sum load_a wz[j, a, b], is at most the class's z;
+- R5 at k: held(k) + sum over j > k, j - band - 1 <= k, loading pairs a of
+  space_a (F[j, a, k + 1] - wz[j, a, k + 1]) <= sram. The charged fraction is the work done
+  before S_k or while E<k> is active (the work of interval k + 1 not done alone); it is
+  positive only if j is pending at k, and at most lambda[j, a], so the row is implied by R5.
+  Pending loads outside the band, and loads of pairs that move no data, are not charged
+  (dropping a charge only relaxes).
+Every row holds for the true plan and the objective is the fluid LP's, at most the makespan,
+so the optimum is a lower bound. The band is sparsity only: work before it stays in one
+column. Pairs are kept when no other is at least as good in every number the LP uses (times,
+demands, both spaces).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from elk_opt.bounds.cuts import PairCost
+from elk_opt.bounds.fluid import FluidBound, build_fluid
+from elk_opt.bounds.ideal import allowed_pairs
+from elk_opt.noc import exec_use, load_use
+from elk_opt.problem import Instance, Timing
+
+DEFAULT_BAND = 24
+
+
+@dataclass(frozen=True)
+class SpacedCost(PairCost):
+    """A pair's costs with the SRAM R5 charges for it: pending, and at its own execute."""
+
+    load_space: int
+    held_space: int
+
+
+def spaced_costs(instance: Instance) -> list[list[SpacedCost]]:
+    """Per op, the pairs R5 allows, undominated in every number (times, demands, spaces)."""
+    chip = instance.chip
+    out = []
+    for op in instance.ops:
+        costs = set()
+        for q, p, t in allowed_pairs(op, chip.sram_bytes):
+            run, load = exec_use(chip, p, t), load_use(chip, q)
+            costs.add(SpacedCost(run.duration_ns, load.duration_ns, run.demand, load.demand,
+                                 q.space_bytes, max(q.space_bytes, p.space_bytes)))
+        out.append(_undominated(sorted(costs, key=_numbers)))
+    return out
+
+
+def _numbers(c: SpacedCost) -> tuple[int, ...]:
+    return (c.run, c.load, c.exec_demand, c.load_demand, c.load_space, c.held_space)
+
+
+def _undominated(costs: list[SpacedCost]) -> list[SpacedCost]:
+    keys = [_numbers(c) for c in costs]
+    return [c for c, k in zip(costs, keys, strict=True)
+            if not any(o != k and all(x <= y for x, y in zip(o, k, strict=True))
+                       for o in keys)]
+
+
+def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
+                     band: int = DEFAULT_BAND, max_classes: int = 16,
+                     threads: int = 1) -> FluidBound:
+    """The fluid LP with R5 rows (module docstring), loads tracked `band` intervals back."""
+    if band < 0:
+        raise ValueError(f"band must be >= 0, got {band}")
+    started = time.perf_counter()
+    costs = spaced_costs(instance)
+    n = len(costs)
+    if n == 0:
+        return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
+    model = build_fluid(costs, timing, max_classes)  # type: ignore[arg-type]
+    lp = model.lp
+    sram = float(instance.chip.sram_bytes)
+    # per interval b and class k: {column: coefficient} of the tracked loads' work (and
+    # alone work) in b; per execute k: the charges of the loads pending at it
+    done: dict[tuple[int, int], dict[int, float]] = {}
+    alone: dict[tuple[int, int], dict[int, float]] = {}
+    charged: list[dict[int, float]] = [{} for _ in range(n)]
+    for j, cs in enumerate(costs):
+        first = max(0, j - band)
+        for a, c in enumerate(cs):
+            if c.load == 0:
+                continue
+            k = model.load_class(c)
+            before = lp.column() if first > 0 else None  # the fraction done before the band
+            previous = before
+            for b in range(first, j + 1):
+                f = lp.column()
+                if b == j:
+                    lp.row({f: 1.0, model.pick[j][a]: -1.0}, 0.0, 0.0)
+                step = {f: 1.0} if previous is None else {f: 1.0, previous: -1.0}
+                if previous is not None:
+                    lp.row(step, 0.0, float("inf"))
+                cell = done.setdefault((b, k), {})
+                for col, v in step.items():
+                    cell[col] = cell.get(col, 0.0) + v * c.load
+                wz = None
+                if b >= 1:
+                    wz = lp.column()
+                    lp.row({wz: 1.0, **{col: -v for col, v in step.items()}},
+                           float("-inf"), 0.0)
+                    alone.setdefault((b, k), {})[wz] = float(c.load)
+                    # the charge at E<b-1>: work before S_{b-1} or while E<b-1> runs
+                    charged[b - 1][f] = c.load_space / sram
+                    charged[b - 1][wz] = -c.load_space / sram
+                previous = f
+    for (b, k), cell in done.items():
+        row = dict(cell)
+        for col, v in model.work[b][k].items():
+            row[col] = row.get(col, 0.0) - v
+        lp.row(row, float("-inf"), 0.0)
+    for (b, k), cell in alone.items():
+        lp.row({**cell, model.alone[b][k]: -1.0}, float("-inf"), 0.0)
+    for k in range(n):
+        row = dict(charged[k])
+        for a, c in enumerate(costs[k]):
+            row[model.pick[k][a]] = c.held_space / sram
+        lp.row(row, float("-inf"), 1.0)
+    bound = model.solve(time_limit_s, threads)
+    return FluidBound(bound, len(lp.cost), len(lp.row_lower), len(model.reps),
+                      time.perf_counter() - started)

@@ -1,0 +1,142 @@
+"""Layer windows: CP-SAT on each decoder layer's ops under the timing asked for (5b included),
+each distinct layer solved once.
+
+Valid for every plan that executes in the instance's order (R2's default), under the timing
+of the model (`shared-noc`: DESIGN.md 5b, `separate-noc`: section 5), at any pair choice,
+preload order, issue points and releases.
+
+Windows. The ops are cut where the `layer` field changes (runs longer than `max_width` are cut
+into pieces of that size), and `per` consecutive runs make a window. Cutting the ops into
+consecutive windows [a, b) and writing S_i for the start of E<i>, executes are serial, so
+    T = end of E<n-1> >= end of E<b_0 - 1> + sum over later windows of (end of E<b-1> - S_a).
+Each term is bounded below by the optimum of the window's relaxation:
+- the window's own ops only: the loads, executes and pending space of every other op are
+  dropped. Each dropped constraint relaxes. Under 5b a dropped instruction also drops its
+  port losses: the exact 5b model (formulations.contention) requires of each instruction
+  `d x length - sum of its losses >= its units`, every loss >= 0, so dropping partners only
+  weakens the rows that remain;
+- the window's time origin is free: its model measures times from its earliest instruction
+  and its objective is end of E<b-1> - S_a (the first window: end of E<b-1>, from 0, since
+  nothing precedes it). The plan's own schedule of the window's ops, shifted, satisfies the
+  model: the executes stay chained, the loads apart on the HBM, a load issued after E<i>
+  starts after it ends (the model's issue literals), R5 holds with fewer pending ops, and
+  under 5b the lengths and overlaps keep their values. A load issued before E<a> may lie
+  wholly before S_a and costs the objective nothing then, as in the plan; a window's
+  schedule with idle time (no window instruction active) squeezed out is no longer and
+  still feasible, so the model's horizon (the sum of every instruction's longest length)
+  loses nothing;
+- the cover cuts of the 5b model (work of the executes before E<k> and of the loads of ops
+  up to k fits before S_k) count only the window's instructions, which all lie after the
+  origin, so they hold.
+Each window's CP-SAT bound (proven or not) is at most its relaxation's optimum, so the sum is
+a lower bound on T. A window's relaxation depends only on its ops' plans and warm-ups and on
+whether it is first (elk_opt.bounds.window.window_key): identical layers are solved once and
+their bound counted once per occurrence.
+
+What it sees: SRAM (R5 within the window), the HBM order of the window's loads, and under 5b
+the port the window's own loads share with its executes. What it does not: the loads of later
+windows during this one (they are dropped), so in steady state the next layer's preloads cost
+a window nothing; see the module's benchmark in BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ortools.sat.python import cp_model
+
+from elk_opt.bounds.window import window_instance, window_key
+from elk_opt.errors import UsageError
+from elk_opt.problem import Instance, Timing
+from elk_opt.progress import report_progress
+from formulations.common import Restrictions, ceil_integer
+from formulations.cpsat import build
+from formulations.cpsat_run import Interrupt
+
+DEFAULT_MAX_WIDTH = 32
+
+
+@dataclass(frozen=True)
+class LayerBound:
+    bound_ns: int
+    windows: int
+    distinct: int  # windows handed to CP-SAT (the others repeat one of them)
+    proven: int  # windows whose relaxation was solved to optimality
+    solved: int  # windows counted: all of them unless a SIGINT stopped the search early
+    wall_s: float
+    spans: tuple[tuple[int, int, int], ...] = ()  # per window counted: (a, b, its bound)
+
+
+def layer_windows(instance: Instance, per: int = 1,
+                  max_width: int = DEFAULT_MAX_WIDTH) -> list[tuple[int, int]]:
+    """[a, b) windows: runs of equal `layer`, longer ones cut at `max_width`, `per` runs each."""
+    if per < 1 or max_width < 1:
+        raise ValueError(f"per and max_width must be >= 1, got {per} and {max_width}")
+    runs: list[tuple[int, int]] = []
+    ops = instance.ops
+    first = 0
+    for i in range(1, len(ops) + 1):
+        if i == len(ops) or ops[i].layer != ops[first].layer or i - first == max_width:
+            runs.append((first, i))
+            first = i
+    return [(runs[k][0], runs[min(k + per, len(runs)) - 1][1]) for k in range(0, len(runs), per)]
+
+
+def solver_for_bound(time_limit_s: float, threads: int) -> cp_model.CpSolver:
+    """CP-SAT set to raise the lower bound, not to find plans (BENCHMARKS.md, "Layer windows":
+    the LP-based tree search proves a 5b layer's relaxation where the default portfolio does
+    not move its bound above the exec chain)."""
+    solver = cp_model.CpSolver()
+    prm = solver.parameters
+    prm.max_time_in_seconds = time_limit_s
+    prm.num_workers = threads
+    prm.linearization_level = 2
+    if threads == 1:
+        prm.optimize_with_lb_tree_search = True
+    else:
+        prm.subsolvers.extend(["lb_tree_search", "max_lp", "default_lp"][:threads])
+    return solver
+
+
+def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: float = 10.0,
+                threads: int = 1, max_width: int = DEFAULT_MAX_WIDTH,
+                progress: bool = False) -> LayerBound:
+    """The sum of the layer windows' relaxation bounds (module docstring) under `timing`.
+
+    A SIGINT stops at once: the windows bounded so far still sum to a lower bound, since
+    every window's span is non-negative.
+    """
+    started = time.perf_counter()
+    windows = layer_windows(instance, per, max_width)
+    seen: dict[tuple, tuple[int, bool]] = {}
+    spans: list[tuple[int, int, int]] = []
+    total = proven = solved = 0
+    with Interrupt() as interrupt, report_progress(len(windows), "layer windows",
+                                                   unit="window", enabled=progress) as shown:
+        for a, b in windows:
+            key = window_key(instance, a, b)
+            if key not in seen:
+                cm = build(window_instance(instance, a, b), Restrictions(), timing=timing)
+                if a > 0:
+                    cm.model.minimize(cm.exec_end[-1] - cm.exec_start[0])
+                solver = solver_for_bound(time_limit_s, threads)
+                status = interrupt.solve(solver, cm.model)
+                if status == cp_model.INFEASIBLE:
+                    raise UsageError(f"instance {instance.name!r} is infeasible (ops {a}-{b - 1} "
+                                     "cannot be scheduled within SRAM)")
+                bound = max(0, ceil_integer(solver.best_objective_bound))
+                if interrupt.seen:
+                    total += bound
+                    solved += 1
+                    spans.append((a, b, bound))
+                    break
+                seen[key] = (bound, status == cp_model.OPTIMAL)
+            bound, optimal = seen[key]
+            total += bound
+            proven += optimal
+            solved += 1
+            spans.append((a, b, bound))
+            shown.advance(status=f"ops {a}-{b - 1}, running bound {total:,} ns")
+    return LayerBound(total, len(windows), len(seen), proven, solved,
+                      time.perf_counter() - started, tuple(spans))
