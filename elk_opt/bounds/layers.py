@@ -94,6 +94,10 @@ def solver_for_bound(time_limit_s: float, threads: int) -> cp_model.CpSolver:
     prm.linearization_level = 2
     if threads == 1:
         prm.optimize_with_lb_tree_search = True
+        # One worker under a deterministic limit reaches the same bound on any machine, so a
+        # certificate's row recomputes to its recorded value (wall time: a safety cap).
+        prm.max_deterministic_time = time_limit_s
+        prm.max_time_in_seconds = 4 * time_limit_s + 1
     else:
         prm.subsolvers.extend(["lb_tree_search", "max_lp", "default_lp"][:threads])
     return solver
