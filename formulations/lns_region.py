@@ -1,0 +1,180 @@
+"""One `polish` move: re-solve a window of a whole plan with a model of its neighbourhood only.
+
+The model covers the region [lo, hi): the window's ops (free: pair, issue slot and HBM
+order) and `margin` ops on each side (pinned: the incumbent's pair, issue slot and HBM
+order), as a sub-instance of its own, so its size does not grow with the model. What lies
+outside enters as boundary conditions taken from the incumbent's schedule: the region's first
+execute starts no earlier than the execute before it ended; loads of region ops issued before
+the region (incoming) start no earlier than they did; loads issued inside the region start no
+earlier than the region's first execute may; loads of later ops that are pending during the
+region take their SRAM from every rule-R5 row they are pending at. Times are relative to the
+region's base (the earliest of those boundary times) so the model's horizon stays small.
+
+The boundary is an approximation (an incoming load's port sharing with executes before the
+region, and the HBM time of later ops' loads issued inside it, are not modelled): the model
+proposes, the whole plan decides. `splice` writes the model's solution back into the whole
+program, and `polish` keeps it only if the whole plan's evaluated makespan is lower and it
+obeys R5. With the window covering every op the model is the whole problem, exactly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from elk_opt.evaluate import Schedule, evaluate
+from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
+from formulations.common import Pair, Restrictions
+from formulations.cpsat_model import CpsatModel, add_hint, build
+
+
+@dataclass(frozen=True)
+class Incumbent:
+    """The plan being improved, read as the models' decisions."""
+
+    plan: Plan
+    pick: tuple[int, ...]  # pair index per op
+    slot: tuple[int, ...]  # executes listed before the op's preload
+    schedule: Schedule  # under the timing polished for
+
+
+@dataclass(frozen=True)
+class Region:
+    lo: int
+    hi: int
+    first: int  # the free window [first, stop) inside [lo, hi)
+    stop: int
+    base: int  # absolute time of the model's time 0
+    sub: Instance
+
+
+def region_of(instance: Instance, inc: Incumbent, first: int, stop: int,
+              margin: int) -> Region:
+    """The region around window [first, stop): `margin` pinned ops each side, and far enough
+    back that every window op's incumbent preload is issued inside it."""
+    n = len(instance.ops)
+    lo = max(0, min(first - margin, *(inc.slot[j] for j in range(first, stop))))
+    hi = min(n, stop + margin)
+    prev_end = inc.schedule.exec_end[lo - 1] if lo else 0
+    incoming = [inc.schedule.load_start[j] for j in range(lo, hi) if inc.slot[j] < lo]
+    base = min(prev_end, *incoming) if incoming else prev_end
+    ops = tuple(dataclasses.replace(op, inputs=tuple(k - lo for k in op.inputs if k >= lo))
+                for op in instance.ops[lo:hi])
+    sub = dataclasses.replace(instance, name=f"{instance.name}[{lo}:{hi}]", ops=ops)
+    return Region(lo, hi, first, stop, base, sub)
+
+
+def _sub_plan(inc: Incumbent, r: Region, timing: Timing) -> Plan:
+    """The incumbent restricted to the region and timed from its base (for the hint)."""
+    lo, hi = r.lo, r.hi
+    program = tuple((kind, j - lo) for kind, j in inc.plan.program if lo <= j < hi)
+    release = {(kind, j - lo): max(0, t - r.base) for (kind, j), t in
+               inc.plan.release_ns.items() if lo <= j < hi}
+    s = inc.schedule
+    release["E", 0] = max(release.get(("E", 0), 0), (s.exec_end[lo - 1] if lo else 0) - r.base)
+    prev_end = (s.exec_end[lo - 1] if lo else 0) - r.base
+    for j in range(lo, hi):  # as the model bounds them: incoming ones as they were
+        at = s.load_start[j] - r.base if inc.slot[j] < lo else prev_end
+        release["P", j - lo] = max(release.get(("P", j - lo), 0), at)
+    return Plan(instance=r.sub, choice=inc.plan.choice[lo:hi], program=program,
+                release_ns=release, timing=timing)
+
+
+def region_model(instance: Instance, pairs: Sequence[Sequence[Pair]], inc: Incumbent,
+                 r: Region, timing: Timing) -> tuple[CpsatModel, int]:
+    """The region's model, hinted with the incumbent, and the incumbent's value in it."""
+    lo, hi = r.lo, r.hi
+    sub_pairs = [list(pairs[j]) if r.first <= j < r.stop else [pairs[j][inc.pick[j]]]
+                 for j in range(lo, hi)]
+    fixed = {j - lo: (0, max(0, inc.slot[j] - lo)) for j in range(lo, hi)
+             if not r.first <= j < r.stop}
+    s = inc.schedule
+    chain = sorted((j - lo for j in range(lo, hi) if j - lo in fixed
+                    and sub_pairs[j - lo][0].load_ns > 0),
+                   key=lambda k: (s.load_start[k + lo], k))
+    cm = build(r.sub, Restrictions(), fixed=fixed, pairs=sub_pairs, chain=chain, timing=timing)
+    m = cm.model
+    prev_end = (s.exec_end[lo - 1] if lo else 0) - r.base
+    m.add(cm.exec_start[0] >= prev_end)
+    for j in range(lo, hi):
+        start = cm.load_start[j - lo]
+        if isinstance(start, int):
+            continue
+        if inc.slot[j] < lo:
+            m.add(start >= s.load_start[j] - r.base)
+        else:
+            m.add(start >= prev_end)
+    _later_pending_space(instance, cm, inc, r)
+    hint = _sub_plan(inc, r, timing)
+    add_hint(cm, r.sub, hint)
+    value = evaluate(r.sub, hint.choice, hint.program, hint.release_ns, timing=timing).makespan_ns
+    return cm, value
+
+
+def _later_pending_space(instance: Instance, cm: CpsatModel, inc: Incumbent,
+                         r: Region) -> None:
+    """Rule R5 rows charging what ops after the region hold pending at its executes."""
+    lo, hi = r.lo, r.hi
+    held = [0] * (hi - lo)
+    for j in range(hi, len(instance.ops)):
+        if inc.slot[j] >= hi:
+            continue
+        c = inc.plan.choice[j]
+        space = instance.ops[j].preload_by_id[c.preload].space_bytes
+        for i in range(max(lo, inc.slot[j]), hi):
+            held[i - lo] += space
+    pend: dict[int, list] = {}
+    for (_j, i), v in cm.aux["pend"].items():
+        pend.setdefault(i, []).append(v)
+    sram = instance.chip.sram_bytes
+    for i, extra in enumerate(held):
+        if extra:
+            own = sum(a.held_space * b for a, b in zip(cm.pairs[i], cm.pick[i], strict=True))
+            cm.model.add(own + sum(pend.get(i, [])) + extra <= sram)
+
+
+def splice(inc: Incumbent, r: Region, sub_choice: Sequence[Choice],
+           sub_program: Sequence[Instr], sub_release: Mapping[Instr, int],
+           shift_after: int) -> tuple[tuple[Choice, ...], tuple[Instr, ...], dict[Instr, int]]:
+    """The whole plan with the region's instructions replaced by the model's.
+
+    The prefix (everything up to E<lo-1>, incoming preloads included) and the suffix (after
+    E<hi-1>) stay; preloads of later ops issued inside the region keep their gap, last in
+    it; releases after the region move by `shift_after` (the region's gain, <= 0).
+    """
+    lo, hi = r.lo, r.hi
+    slot = inc.slot
+    program = inc.plan.program
+    at_lo = program.index(("E", lo - 1)) + 1 if lo else 0
+    at_hi = program.index(("E", hi - 1)) + 1
+    incoming = {j for j in range(lo, hi) if slot[j] < lo}
+    later: dict[int, list[Instr]] = {}
+    for kind, j in program[at_lo:at_hi]:
+        if kind == "P" and j >= hi:
+            later.setdefault(slot[j], []).append((kind, j))
+    middle: list[Instr] = []
+    for kind, k in sub_program:
+        j = k + lo
+        if kind == "P" and j in incoming:
+            continue
+        if kind == "E":
+            middle.extend(later.pop(j, []))
+        middle.append((kind, j))
+    assert not later, "a later op's preload issued in the region lost its gap"
+    new_program = program[:at_lo] + tuple(middle) + program[at_hi:]
+    release = {ins: t for ins, t in inc.plan.release_ns.items()
+               if not lo <= ins[1] < hi}
+    suffix = set(program[at_hi:]) | {ins for v in later.values() for ins in v}
+    for ins in list(release):
+        if ins in suffix:
+            release[ins] = max(0, release[ins] + shift_after)
+    for (kind, k), t in sub_release.items():
+        if not (kind == "P" and k + lo in incoming):
+            release[kind, k + lo] = t + r.base
+    for j in incoming:  # the incumbent's own, unchanged
+        if ("P", j) in inc.plan.release_ns:
+            release["P", j] = inc.plan.release_ns["P", j]
+    choice = inc.plan.choice[:lo] + tuple(sub_choice) + inc.plan.choice[hi:]
+    return choice, new_program, release
+
