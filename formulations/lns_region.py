@@ -6,12 +6,13 @@ order), as a sub-instance of its own, so its size does not grow with the model. 
 outside enters as boundary conditions taken from the incumbent's schedule: the region's first
 execute starts no earlier than the execute before it ended; loads of region ops issued before
 the region (incoming) start no earlier than they did; loads issued inside the region start no
-earlier than the region's first execute may; loads of later ops that are pending during the
-region take their SRAM from every rule-R5 row they are pending at. Times are relative to the
+earlier than the region's first execute may, and the region reaches on to every op whose load
+is issued inside it (pinned); loads of later ops still pending in the region (issued by those
+pinned ops) take their SRAM from every rule-R5 row they are pending at. Times are relative to the
 region's base (the earliest of those boundary times) so the model's horizon stays small.
 
 The boundary is an approximation (an incoming load's port sharing with executes before the
-region, and the HBM time of later ops' loads issued inside it, are not modelled): the model
+region, and the HBM time of loads issued by the pinned ops at its end, are not modelled): the model
 proposes, the whole plan decides. `splice` writes the model's solution back into the whole
 program, and `polish` keeps it only if the whole plan's evaluated makespan is lower and it
 obeys R5. With the window covering every op the model is the whole problem, exactly.
@@ -50,12 +51,23 @@ class Region:
 
 
 def region_of(instance: Instance, inc: Incumbent, first: int, stop: int,
-              margin: int) -> Region:
-    """The region around window [first, stop): `margin` pinned ops each side, and far enough
-    back that every window op's incumbent preload is issued inside it."""
+              margin: int, depth: int = 1) -> Region:
+    """The region around window [first, stop): `margin` pinned ops each side, far enough back
+    that every window op's incumbent preload is issued inside it, and (`depth` times) on to
+    every op whose load is issued inside it."""
     n = len(instance.ops)
     lo = max(0, min(first - margin, *(inc.slot[j] for j in range(first, stop))))
     hi = min(n, stop + margin)
+    # later ops whose loads are issued inside the region come in pinned: their HBM and port
+    # time is the region's business (loads they issue in turn are left out)
+    for _ in range(depth):
+        hi = max([hi] + [j + 1 for j in range(hi, n) if inc.slot[j] < hi])
+    return region_at(instance, inc, lo, hi, first, stop)
+
+
+def region_at(instance: Instance, inc: Incumbent, lo: int, hi: int, first: int,
+              stop: int) -> Region:
+    """The region [lo, hi) around window [first, stop), with its base in the incumbent."""
     prev_end = inc.schedule.exec_end[lo - 1] if lo else 0
     incoming = [inc.schedule.load_start[j] for j in range(lo, hi) if inc.slot[j] < lo]
     base = min(prev_end, *incoming) if incoming else prev_end
@@ -136,12 +148,15 @@ def _later_pending_space(instance: Instance, cm: CpsatModel, inc: Incumbent,
 
 def splice(inc: Incumbent, r: Region, sub_choice: Sequence[Choice],
            sub_program: Sequence[Instr], sub_release: Mapping[Instr, int],
-           shift_after: int) -> tuple[tuple[Choice, ...], tuple[Instr, ...], dict[Instr, int]]:
+           shift_after: int, keep_gap: bool = False
+           ) -> tuple[tuple[Choice, ...], tuple[Instr, ...], dict[Instr, int]]:
     """The whole plan with the region's instructions replaced by the model's.
 
     The prefix (everything up to E<lo-1>, incoming preloads included) and the suffix (after
-    E<hi-1>) stay; preloads of later ops issued inside the region keep their gap, last in
-    it; releases after the region move by `shift_after` (the region's gain, <= 0).
+    E<hi-1>) stay. A preload of a later op issued inside the region (which the model did not
+    see) goes as early as it may: in its own gap or after, after every region preload that
+    preceded it (so the HBM keeps serving region loads first, as the model assumed), and in
+    its old order. Releases after the region move by `shift_after` (the region's gain, <= 0).
     """
     lo, hi = r.lo, r.hi
     slot = inc.slot
@@ -149,25 +164,38 @@ def splice(inc: Incumbent, r: Region, sub_choice: Sequence[Choice],
     at_lo = program.index(("E", lo - 1)) + 1 if lo else 0
     at_hi = program.index(("E", hi - 1)) + 1
     incoming = {j for j in range(lo, hi) if slot[j] < lo}
-    later: dict[int, list[Instr]] = {}
-    for kind, j in program[at_lo:at_hi]:
-        if kind == "P" and j >= hi:
-            later.setdefault(slot[j], []).append((kind, j))
-    middle: list[Instr] = []
-    for kind, k in sub_program:
-        j = k + lo
-        if kind == "P" and j in incoming:
-            continue
-        if kind == "E":
-            middle.extend(later.pop(j, []))
-        middle.append((kind, j))
-    assert not later, "a later op's preload issued in the region lost its gap"
-    new_program = program[:at_lo] + tuple(middle) + program[at_hi:]
+    middle = [(kind, k + lo) for kind, k in sub_program
+              if not (kind == "P" and k + lo in incoming)]
+    where = {ins: x for x, ins in enumerate(middle)}
+    placed: list[tuple[int, int, Instr]] = []  # (position in middle, order, instruction)
+    floor = 0
+    seen: list[Instr] = []  # region preloads before this one in the incumbent
+    for ins in program[at_lo:at_hi]:
+        kind, j = ins
+        if kind == "P" and j < hi:
+            seen.append(ins)
+        elif kind == "P":
+            gap = where["E", slot[j] - 1] + 1 if slot[j] > lo else 0
+            floor = max([floor, gap] + ([] if keep_gap else
+                                        [where[p] + 1 for p in seen if p in where]))
+            placed.append((floor, len(placed), ins))
+    out: list[Instr] = []
+    queue = iter(sorted(placed))
+    nxt = next(queue, None)
+    for x, ins in enumerate(middle):
+        while nxt is not None and nxt[0] <= x:
+            out.append(nxt[2])
+            nxt = next(queue, None)
+        out.append(ins)
+    if nxt is not None:
+        raise AssertionError("a later op's preload was placed after the region")
+    new_program = program[:at_lo] + tuple(out) + program[at_hi:]
+    later = {ins for _x, _k, ins in placed}
     release = {ins: t for ins, t in inc.plan.release_ns.items()
                if not lo <= ins[1] < hi}
-    suffix = set(program[at_hi:]) | {ins for v in later.values() for ins in v}
+    after = set(program[at_hi:]) | later
     for ins in list(release):
-        if ins in suffix:
+        if ins in after:
             release[ins] = max(0, release[ins] + shift_after)
     for (kind, k), t in sub_release.items():
         if not (kind == "P" and k + lo in incoming):
@@ -177,4 +205,3 @@ def splice(inc: Incumbent, r: Region, sub_choice: Sequence[Choice],
             release["P", j] = inc.plan.release_ns["P", j]
     choice = inc.plan.choice[:lo] + tuple(sub_choice) + inc.plan.choice[hi:]
     return choice, new_program, release
-

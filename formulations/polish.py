@@ -7,6 +7,8 @@ re-solved with CP-SAT on a model of its neighbourhood only (`lns_region`: the wi
 costs the same on a 20-op layer and on Llama2-70B. The solution is spliced into the whole
 plan, which is evaluated exactly; it is kept if it obeys R5 and lowers (makespan, sum of
 execute ends): a plateau move that lets the execute chain finish earlier locally is kept.
+When the whole plan refuses what the region's model promised (the boundary is approximate),
+the region reaches one step further on (`depth` + 1) and the window is solved again.
 A kept window is applied to each of its twins (windows of identical layers, same pairs offset
 by offset), each checked on the whole plan, so a repeated layer is solved once.
 
@@ -23,6 +25,7 @@ instance's execution order).
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Mapping
 
@@ -45,11 +48,18 @@ from formulations.common import (
 from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
 from formulations.ilp import TooLarge, lp_bound
-from formulations.lns_region import Incumbent, Region, region_model, region_of, splice
+from formulations.lns_region import (
+    Incumbent,
+    Region,
+    region_at,
+    region_model,
+    region_of,
+    splice,
+)
 from formulations.lns_windows import Window, score, signature, windows
 from formulations.replay import replay_shared
 
-KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "window_time": 10.0,
+KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
          "tries": 2, "certify": False}
 LIMIT_MARGIN_S = 0.05  # stop starting windows this close to the deadline
 
@@ -73,12 +83,12 @@ def _knobs(params: dict) -> dict:
     ok = (all(isinstance(out[k], int) and not isinstance(out[k], bool) and out[k] >= 1
               for k in ("width", "stride", "tries"))
           and all(isinstance(out[k], int) and not isinstance(out[k], bool) and out[k] >= 0
-                  for k in ("layers", "margin"))
+                  for k in ("layers", "margin", "depth"))
           and isinstance(out["window_time"], int | float) and out["window_time"] > 0
           and isinstance(out["certify"], bool))
     if not ok:
         raise UsageError("polish needs integers width, stride, tries >= 1 and layers, "
-                         "margin >= 0, a number window_time > 0 and a boolean certify; "
+                         "margin, depth >= 0, a number window_time > 0 and a boolean certify; "
                          f"got {out}")
     return out
 
@@ -109,11 +119,13 @@ class _Search:
 
     def offer(self, r: Region, choice: list[Choice], program: tuple[Instr, ...],
               release: Mapping[Instr, int], shift: int) -> bool:
-        """Splice a region's solution into the plan; keep the better of shifting the later
-        releases by the region's gain or not, if it beats the incumbent."""
+        """Splice a region's solution into the plan and keep the best splice (later releases
+        moved by the region's gain or not, later preloads in their gap or behind the region's
+        loads: `lns_region.splice`) if it beats the incumbent."""
         best = None
-        for moved in sorted({shift, 0}):
-            c, p, rel = splice(self.inc, r, choice, program, release, moved)
+        shifts = sorted({shift, 0}) if self.inc.plan.release_ns else [0]
+        for moved, keep_gap in itertools.product(shifts, (True, False)):
+            c, p, rel = splice(self.inc, r, choice, program, release, moved, keep_gap)
             got = evaluate(self.instance, c, p, rel, timing=self.timing)
             if got.peak_sram_bytes > self.instance.chip.sram_bytes:
                 continue
@@ -190,7 +202,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 limit = own if rest is None else rest if own is None else min(own, rest)
                 windows_solved += 1
                 twins = search.twins_applied
-                if _solve_window(search, w, knobs["margin"], limit, options, interrupt, left):
+                reach = (knobs["margin"], knobs["depth"])
+                if _solve_window(search, w, reach, limit, options, interrupt, left):
                     gained = True
                     if search.twins_applied > twins:
                         tried[sig] = knobs["tries"]  # its twins got it
@@ -236,39 +249,53 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                      lower_bound_ns=lower, params=params, release_ns=inc.plan.release_ns)
 
 
-def _solve_window(search: _Search, w: Window, margin: int, limit: float | None,
+def _solve_window(search: _Search, w: Window, reach: tuple[int, int], limit: float | None,
                   options: SolveOptions, interrupt: Interrupt, left) -> bool:
     """Re-solve one window; if the whole plan gains, apply the same move to its twins."""
-    instance, pairs, timing = search.instance, search.pairs, search.timing
-    inc = search.inc
-    r = region_of(instance, inc, w.first, w.stop, margin)
-    cm, value = region_model(instance, pairs, inc, r, timing)
-    solver = solver_for(options, limit, timing)
-    status = interrupt.solve(solver, cm.model)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return False
-    if round(solver.objective_value) >= value:
-        return False
-    times = read_times(cm, solver)
-    program = decode(r.sub, times)
-    release: dict[Instr, int] = {}
-    if timing == "shared-noc":
-        release, local = replay_shared(r.sub, program, times)
+    instance = search.instance
+    margin, depth = reach
+    for deeper in (depth, depth + 1):  # a proposal the whole plan refuses: look further on
+        r = region_of(instance, search.inc, w.first, w.stop, margin, deeper)
+        found = _propose(search, r, limit, options, interrupt)
+        if found is None:
+            return False
+        choice, program, release, shift = found
+        if search.offer(r, choice, program, release, shift):
+            break
+        rest = left()
+        limit = None if limit is None or rest is None else min(limit, rest)
+        if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
+            return False
     else:
-        local = evaluate(r.sub, times.choice, program, timing=timing)
-    shift = min(0, r.base + local.exec_end[-1] - inc.schedule.exec_end[r.hi - 1])
-    if not search.offer(r, times.choice, program, release, shift):
         return False
     search.improved += 1
-    size = r.hi - r.lo
     for d in search.twin_shifts(r):
         rest = left()
         if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
             break
-        twin = region_of(instance, search.inc, w.first + d, w.stop + d, margin)
-        if (twin.lo, twin.hi) != (r.lo + d, r.lo + d + size):
-            continue  # its preloads reach further back: not the same neighbourhood
-        choice = search.twin_choice(r, d, times.choice)
-        if search.offer(twin, choice, program, release, shift):
+        twin = region_at(instance, search.inc, r.lo + d, r.hi + d, w.first + d, w.stop + d)
+        if search.offer(twin, search.twin_choice(r, d, choice), program, release, shift):
             search.twins_applied += 1
     return True
+
+
+def _propose(search: _Search, r: Region, limit: float | None, options: SolveOptions,
+             interrupt: Interrupt):
+    """The region model's solution if it beats the incumbent there: (pairs, program,
+    releases, the region's estimated gain); None otherwise."""
+    cm, value = region_model(search.instance, search.pairs, search.inc, r, search.timing)
+    solver = solver_for(options, limit, search.timing)
+    status = interrupt.solve(solver, cm.model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    if round(solver.objective_value) >= value:
+        return None
+    times = read_times(cm, solver)
+    program = decode(r.sub, times)
+    release: dict[Instr, int] = {}
+    if search.timing == "shared-noc":
+        release, local = replay_shared(r.sub, program, times)
+    else:
+        local = evaluate(r.sub, times.choice, program, timing=search.timing)
+    shift = min(0, r.base + local.exec_end[-1] - search.inc.schedule.exec_end[r.hi - 1])
+    return times.choice, program, release, shift
