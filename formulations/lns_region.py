@@ -78,19 +78,40 @@ def region_at(instance: Instance, inc: Incumbent, lo: int, hi: int, first: int,
 
 
 def _sub_plan(inc: Incumbent, r: Region, timing: Timing) -> Plan:
-    """The incumbent restricted to the region and timed from its base (for the hint)."""
+    """The incumbent restricted to the region, timed from its base with every instruction
+    released at its start in the incumbent (for the hint: the incumbent's own timeline, so
+    it keeps clear of the other loads' HBM time as the incumbent did)."""
     lo, hi = r.lo, r.hi
     program = tuple((kind, j - lo) for kind, j in inc.plan.program if lo <= j < hi)
-    release = {(kind, j - lo): max(0, t - r.base) for (kind, j), t in
-               inc.plan.release_ns.items() if lo <= j < hi}
     s = inc.schedule
-    release["E", 0] = max(release.get(("E", 0), 0), (s.exec_end[lo - 1] if lo else 0) - r.base)
-    prev_end = (s.exec_end[lo - 1] if lo else 0) - r.base
-    for j in range(lo, hi):  # as the model bounds them: incoming ones as they were
-        at = s.load_start[j] - r.base if inc.slot[j] < lo else prev_end
-        release["P", j - lo] = max(release.get(("P", j - lo), 0), at)
+    release = {}
+    for kind, j in program:
+        at = s.exec_start[j + lo] if kind == "E" else s.load_start[j + lo]
+        release[kind, j] = max(0, at - r.base)
     return Plan(instance=r.sub, choice=inc.plan.choice[lo:hi], program=program,
                 release_ns=release, timing=timing)
+
+
+def _others_on_the_hbm(cm: CpsatModel, instance: Instance, inc: Incumbent, r: Region) -> None:
+    """Loads of later ops issued before the region ends keep their HBM time as in the
+    incumbent: the region's loads go around them (a second no-overlap with them fixed)."""
+    hi, s = r.hi, inc.schedule
+    m = cm.model
+    fixed = []
+    for x in range(hi, len(instance.ops)):
+        start, end = s.load_start[x] - r.base, s.load_end[x] - r.base
+        if inc.slot[x] < hi and end > max(0, start):
+            fixed.append(m.new_fixed_size_interval_var(max(0, start), end - max(0, start),
+                                                       f"other{x}"))
+    if not fixed:
+        return
+    own = []
+    for k, size in cm.aux["len"].items():
+        start, end = cm.load_start[k], cm.aux["end"][k]
+        on = cm.aux["on"].get(k)
+        own.append(m.new_interval_var(start, size, end, f"again{k}") if on is None else
+                   m.new_optional_interval_var(start, size, end, on, f"again{k}"))
+    m.add_no_overlap(own + fixed)
 
 
 def region_model(instance: Instance, pairs: Sequence[Sequence[Pair]], inc: Incumbent,
@@ -118,6 +139,7 @@ def region_model(instance: Instance, pairs: Sequence[Sequence[Pair]], inc: Incum
         else:
             m.add(start >= prev_end)
     _later_pending_space(instance, cm, inc, r)
+    _others_on_the_hbm(cm, instance, inc, r)
     hint = _sub_plan(inc, r, timing)
     add_hint(cm, r.sub, hint)
     value = evaluate(r.sub, hint.choice, hint.program, hint.release_ns, timing=timing).makespan_ns
