@@ -8,7 +8,9 @@ costs the same on a 20-op layer and on Llama2-70B. The solution is spliced into 
 plan, which is evaluated exactly; it is kept if it obeys R5 and lowers (makespan, sum of
 execute ends): a plateau move that lets the execute chain finish earlier locally is kept.
 When the whole plan refuses what the region's model promised (the boundary is approximate),
-the region reaches one step further on (`depth` + 1) and the window is solved again.
+the region reaches one step further on (`depth` + 1) and the window is solved again. Before
+the windows, executes are held back where a load has the port (`lns_holds`: the 5b optimum's
+move on the calibration layer that windows miss), in at most a tenth of the time limit.
 A kept window is applied to each of its twins (windows of identical layers, same pairs offset
 by offset), each checked on the whole plan, so a repeated layer is solved once.
 
@@ -48,6 +50,7 @@ from formulations.common import (
 from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
 from formulations.ilp import TooLarge, lp_bound
+from formulations.lns_holds import hold_executes
 from formulations.lns_region import (
     Incumbent,
     Region,
@@ -61,6 +64,7 @@ from formulations.replay import replay_shared
 
 KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
          "tries": 2, "certify": False}
+HOLDS_SHARE = 0.1  # of the time limit, at most, for holding executes back (lns_holds)
 LIMIT_MARGIN_S = 0.05  # stop starting windows this close to the deadline
 
 
@@ -108,7 +112,7 @@ class _Search:
         self.inc = _incumbent(instance, pairs, plan, timing)
         if self.inc.schedule.peak_sram_bytes > instance.chip.sram_bytes:
             raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
-        self.improved = self.twins_applied = 0
+        self.improved = self.twins_applied = self.held = 0
         self.op_sig = [signature(pairs, j, j + 1) for j in range(len(pairs))]
 
     def twin_shifts(self, r: Region) -> list[int]:
@@ -136,6 +140,15 @@ class _Search:
         _got, c, p, rel = best
         plan = Plan(instance=self.instance, choice=c, program=p, release_ns=rel,
                     timing=self.timing)
+        self.inc = _incumbent(self.instance, self.pairs, plan, self.timing)
+        return True
+
+    def adopt(self, plan: Plan) -> bool:
+        """Take a whole plan (same program, SRAM untouched) if it lowers the key."""
+        got = evaluate(self.instance, plan.choice, plan.program, plan.release_ns,
+                       timing=self.timing)
+        if _key(got) >= _key(self.inc.schedule):
+            return False
         self.inc = _incumbent(self.instance, self.pairs, plan, self.timing)
         return True
 
@@ -176,6 +189,13 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         return None if deadline is None else deadline - time.perf_counter()
 
     with Interrupt() as interrupt:
+        # the move the windows miss, first, in at most HOLDS_SHARE of the time limit
+        until = None if deadline is None else started + HOLDS_SHARE * options.time_limit_s
+        held, count = hold_executes(instance, search.inc.plan, until, lambda: interrupt.seen)
+        if count and search.adopt(held):
+            search.held = count
+            say(f"  executes held back: {count}, {search.inc.schedule.makespan_ns:,} ns",
+                enabled=options.progress)
         while not interrupt.seen:
             straddle = passes % 2 == 1
             passes += 1
@@ -239,7 +259,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         raise AssertionError(f"a lower bound {lower} exceeds the plan's makespan {makespan}")
     params = {"exec_order": "instance", **knobs, "passes": passes,
               "windows_solved": windows_solved, "windows_improved": search.improved,
-              "twins_applied": search.twins_applied, "final_layers": layers,
+              "twins_applied": search.twins_applied, "executes_held": search.held,
+              "final_layers": layers,
               "stopped": stopped, "start_makespan_ns": start_makespan,
               "warm_start": options.warm_start,
               "model_timing": timing, **({"interrupted": True} if interrupt.seen else {})}
