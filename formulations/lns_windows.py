@@ -104,3 +104,22 @@ def score(pairs: Sequence[Sequence[Pair]], schedule: Schedule, w: Window) -> int
     runs = sum(min(a.run_ns for a in pairs[j]) for j in range(w.first, w.stop))
     loads = sum(min(a.load_ns for a in pairs[j]) for j in range(w.first, w.stop))
     return span - max(runs, loads)
+
+
+def ranked(pairs: Sequence[Sequence[Pair]], schedule: Schedule,
+           ws: Sequence[Window]) -> list[tuple[int, Window]]:
+    """Windows with their scores, twin class by twin class in decreasing total score (a
+    class's gain is applied to every member), each class's members from its middle out (an
+    interior member's neighbourhood is the common one, so its solution fits its twins)."""
+    classes: dict[tuple, list[tuple[int, Window]]] = {}
+    for w in ws:
+        classes.setdefault(signature(pairs, w.first, w.stop), []).append(
+            (score(pairs, schedule, w), w))
+    out: list[tuple[int, Window]] = []
+    order = sorted(classes.values(), key=lambda c: (-sum(max(0, s) for s, _w in c),
+                                                    c[0][1].first))
+    for members in order:
+        mid = len(members) // 2
+        out += [m for _k, m in sorted(enumerate(members), key=lambda km: (abs(km[0] - mid),
+                                                                           km[0]))]
+    return out

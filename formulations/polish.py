@@ -14,8 +14,9 @@ move on the calibration layer that windows miss), in at most a tenth of the time
 A kept window is applied to each of its twins (windows of identical layers, same pairs offset
 by offset), each checked on the whole plan, so a repeated layer is solved once.
 
-Windows are taken in decreasing score (span minus a local lower bound: where the execute
-chain stalls) and passes alternate between layer-aligned windows and windows straddling
+Windows are taken twin class by twin class, in decreasing total score (span minus a local
+lower bound: where the execute chain stalls), each class from an interior member out, and
+passes alternate between layer-aligned windows and windows straddling
 layer boundaries. After two passes without a gain the search stops, or, with a time limit,
 grows the windows by a layer and doubles the per-window time, until the limit. Under 5b the
 windows are solved with the 5b model and the plan carries the releases that bind. The result
@@ -59,7 +60,7 @@ from formulations.lns_region import (
     region_of,
     splice,
 )
-from formulations.lns_windows import Window, score, signature, windows
+from formulations.lns_windows import Window, ranked, signature, windows
 from formulations.replay import replay_shared
 
 KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
@@ -201,13 +202,11 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             passes += 1
             gained = False
             schedule = search.inc.schedule
-            ranked = sorted(((score(pairs, schedule, w), w) for w in
-                             windows(instance, layers, min(width, n), knobs["stride"],
-                                     straddle)),
-                            key=lambda sw: (-sw[0], sw[1].first))
-            whole = len(ranked) == 1
+            order = ranked(pairs, schedule, windows(instance, layers, min(width, n),
+                                                    knobs["stride"], straddle))
+            whole = len(order) == 1
             tried: dict[tuple, int] = {}
-            for room, w in track(ranked, f"polish pass {passes}", unit="window",
+            for room, w in track(order, f"polish pass {passes}", unit="window",
                                  enabled=options.progress):
                 rest = left()
                 if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
