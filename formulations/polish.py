@@ -61,7 +61,7 @@ from formulations.lns_region import (
     splice,
 )
 from formulations.lns_windows import Window, ranked, signature, windows
-from formulations.replay import replay_shared
+from formulations.replay import binding_releases, replay_shared
 
 KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
          "tries": 2, "certify": False}
@@ -246,6 +246,9 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                     enabled=options.progress)
     inc = search.inc
     makespan = inc.schedule.makespan_ns
+    load_ns = [instance.ops[j].preload_by_id[c.preload].load_ns
+               for j, c in enumerate(inc.plan.choice)]
+    release = binding_releases(inc.plan.program, load_ns, inc.plan.release_ns, inc.schedule)
     lp = None
     if knobs["certify"] and not interrupt.seen:
         say("polish: LP relaxation bound...", enabled=options.progress)
@@ -266,7 +269,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     return make_plan(instance, inc.plan.choice, inc.plan.program, method="polish",
                      started=started, timing=timing,
                      status="optimal" if lower == makespan else "feasible",
-                     lower_bound_ns=lower, params=params, release_ns=inc.plan.release_ns)
+                     lower_bound_ns=lower, params=params, release_ns=release)
 
 
 def _solve_window(search: _Search, w: Window, reach: tuple[int, int], limit: float | None,
