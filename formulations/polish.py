@@ -21,9 +21,10 @@ layer boundaries. After two passes without a gain the search stops, or, with a t
 grows the windows by a layer and doubles the per-window time, until the limit. Under 5b the
 windows are solved with the 5b model and the plan carries the releases that bind. The result
 is a local optimum of this neighbourhood, not a proven optimum: its status is `feasible`
-unless its bound meets it. The bound claimed is the best linear-time bound for the timing
-(`elk_opt.bounds.cheap`) or, with `certify`, the LP relaxation's when higher (both for the
-instance's execution order).
+unless its bound meets it. The bound claimed is the best of: the best linear-time bound for
+the timing (`elk_opt.bounds.cheap`), with `certify` the LP relaxation's, and CP-SAT's bound
+once a window covered the whole instance (then the region model is the exact model); all for
+the instance's execution order.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from elk_opt.progress import say, track
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
     Pair,
+    ceil_integer,
     claimed_bound,
     decode,
     feasible_pairs,
@@ -114,6 +116,7 @@ class _Search:
         if self.inc.schedule.peak_sram_bytes > instance.chip.sram_bytes:
             raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
         self.improved = self.twins_applied = self.held = 0
+        self.bound: int | None = None  # CP-SAT's bound, once a window was the whole instance
         self.op_sig = [signature(pairs, j, j + 1) for j in range(len(pairs))]
 
     def twin_shifts(self, r: Region) -> list[int]:
@@ -256,12 +259,14 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             lp = lp_bound(instance)
         except TooLarge:  # the linear-time bounds stand alone
             lp = None
-    lower = max(claimed_bound(instance, lp, makespan), best_cheap_bound(instance, timing))
+    lower = max(claimed_bound(instance, lp, makespan), best_cheap_bound(instance, timing),
+                search.bound or 0)
     if lower > makespan:
         raise AssertionError(f"a lower bound {lower} exceeds the plan's makespan {makespan}")
     params = {"exec_order": "instance", **knobs, "passes": passes,
               "windows_solved": windows_solved, "windows_improved": search.improved,
               "twins_applied": search.twins_applied, "executes_held": search.held,
+              "whole_instance_bound_ns": search.bound,
               "final_layers": layers,
               "stopped": stopped, "start_makespan_ns": start_makespan,
               "warm_start": options.warm_start,
@@ -311,6 +316,9 @@ def _propose(search: _Search, r: Region, limit: float | None, options: SolveOpti
     status = interrupt.solve(solver, cm.model)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
+    n = len(search.pairs)
+    if (r.lo, r.first, r.stop, r.hi) == (0, 0, n, n):  # the exact model: its bound holds
+        search.bound = max(search.bound or 0, ceil_integer(solver.best_objective_bound))
     if round(solver.objective_value) >= value:
         return None
     times = read_times(cm, solver)

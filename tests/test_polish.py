@@ -164,3 +164,16 @@ def test_holding_executes_back_never_worsens_a_plan(instance):
     assert after.makespan_ns <= plan.claims.makespan_ns
     assert (count == 0) == (held is plan)
     assert after.peak_sram_bytes <= instance.chip.sram_bytes
+
+
+def test_a_window_covering_the_instance_proves_its_optimum():
+    instance = synthetic_instance(ops=10, plans=3, seed=11, tightness=0.6)
+    for timing in TIMINGS:
+        start = run_method(instance, "basic", SolveOptions(timing=timing))
+        plan = run_method(instance, "polish", SolveOptions(
+            threads=2, timing=timing, warm_start="basic", warm_plan=start,
+            params={"width": 10, "layers": 1}))
+        _holds(plan, start.claims.makespan_ns)
+        assert plan.claims.params["stopped"] == "whole instance"
+        if plan.claims.status == "optimal":  # CP-SAT proved it within the window's time
+            assert plan.claims.params["whole_instance_bound_ns"] == plan.claims.makespan_ns
