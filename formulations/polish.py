@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ortools.sat.python import cp_model
 
@@ -98,7 +98,6 @@ def _knobs(params: dict) -> dict:
                          "margin, depth >= 0, a number window_time > 0 and a boolean certify; "
                          f"got {out}")
     return out
-
 
 
 def _key(schedule: Schedule) -> tuple[int, int]:
@@ -278,7 +277,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
 
 
 def _solve_window(search: _Search, w: Window, reach: tuple[int, int], limit: float | None,
-                  options: SolveOptions, interrupt: Interrupt, left) -> bool:
+                  options: SolveOptions, interrupt: Interrupt,
+                  left: Callable[[], float | None]) -> bool:
     """Re-solve one window; if the whole plan gains, apply the same move to its twins."""
     instance = search.instance
     margin, depth = reach
@@ -308,7 +308,8 @@ def _solve_window(search: _Search, w: Window, reach: tuple[int, int], limit: flo
 
 
 def _propose(search: _Search, r: Region, limit: float | None, options: SolveOptions,
-             interrupt: Interrupt):
+             interrupt: Interrupt
+             ) -> tuple[list[Choice], tuple[Instr, ...], dict[Instr, int], int] | None:
     """The region model's solution if it beats the incumbent there: (pairs, program,
     releases, the region's estimated gain); None otherwise."""
     cm, value = region_model(search.instance, search.pairs, search.inc, r, search.timing)
