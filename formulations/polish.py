@@ -1,55 +1,75 @@
 """`polish`: large-neighbourhood search that re-solves windows of a full-scale plan exactly.
 
-Start from a plan (by default Elk-Full's), in the instance's execution order. Repeatedly take
-a window of `width` consecutive ops, keep every other op's pair and issue slot and the HBM
-order of their loads, and let CP-SAT choose the window's pairs, slots and load order (the
-whole instance's timing and SRAM rows stay in the model, so the effect on everything
-downstream is exact). Accept a window's solution when its replayed makespan is lower; slide
-the window by `stride`; stop after a pass with no improvement or when time runs out. Under
-5b the windows are solved with the 5b model (times and releases of every op stay free; the
-decoded plan carries the releases that bind). The
-result is a local optimum of this neighbourhood, not a proven optimum: its status is
-`feasible` unless the Ideal bound (or, with `certify`, the LP relaxation bound, which holds
-for the instance's execution order) meets it.
+Start from a plan (by default Elk-Full's), in the instance's execution order. Each window
+(`lns_windows`: `layers` consecutive layers, or `width` ops where ops carry no layer) is
+re-solved with CP-SAT on a model of its neighbourhood only (`lns_region`: the window free,
+`margin` pinned ops each side, the rest of the plan as boundary conditions), so a window
+costs the same on a 20-op layer and on Llama2-70B. The solution is spliced into the whole
+plan, which is evaluated exactly; it is kept if it obeys R5 and lowers (makespan, sum of
+execute ends): a plateau move that lets the execute chain finish earlier locally is kept.
+When the whole plan refuses what the region's model promised (the boundary is approximate),
+the region reaches one step further on (`depth` + 1) and the window is solved again. Before
+the windows, executes are held back where a load has the port (`lns_holds`: the 5b optimum's
+move on the calibration layer that windows miss), in at most a tenth of the time limit.
+A kept window is applied to each of its twins (windows of identical layers, same pairs offset
+by offset), each checked on the whole plan, so a repeated layer is solved once.
+
+Windows are taken twin class by twin class, in decreasing total score (span minus a local
+lower bound: where the execute chain stalls), each class from an interior member out, and
+passes alternate between layer-aligned windows and windows straddling
+layer boundaries. After two passes without a gain the search stops, or, with a time limit,
+grows the windows by a layer and doubles the per-window time, until the limit. Under 5b the
+windows are solved with the 5b model and the plan carries the releases that bind. The result
+is a local optimum of this neighbourhood, not a proven optimum: its status is `feasible`
+unless its bound meets it. The bound claimed is the best of: the best linear-time bound for
+the timing (`elk_opt.bounds.cheap`), with `certify` the LP relaxation's, and CP-SAT's bound
+once a window covered the whole instance (then the region model is the exact model); all for
+the instance's execution order.
 """
 
 from __future__ import annotations
 
+import itertools
 import time
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 
 from ortools.sat.python import cp_model
 
+from elk_opt.bounds.cheap import best_cheap_bound
 from elk_opt.errors import UsageError
-from elk_opt.evaluate import evaluate
+from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.progress import say, track
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
     Pair,
-    Restrictions,
+    ceil_integer,
     claimed_bound,
     decode,
     feasible_pairs,
     hint_index,
     warm_decisions,
 )
-from formulations.cpsat_model import add_hint, build, read_times, solver_for
+from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
-from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.ilp import TooLarge, lp_bound
-from formulations.replay import hinted_schedule, replay_shared
+from formulations.lns_holds import hold_executes
+from formulations.lns_region import (
+    Incumbent,
+    Region,
+    region_at,
+    region_model,
+    region_of,
+    splice,
+)
+from formulations.lns_windows import Window, ranked, signature, windows
+from formulations.replay import binding_releases, replay_shared
 
-KNOBS = {"width": 24, "stride": 12, "window_time": 10.0, "certify": False}
-
-
-@dataclass
-class Incumbent:
-    pick: list[int]  # pair index per op
-    slot: list[int]
-    load_start: list[int]
-    plan: Plan
+KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
+         "tries": 2, "certify": False}
+HOLDS_SHARE = 0.1  # of the time limit, at most, for holding executes back (lns_holds)
+LIMIT_MARGIN_S = 0.05  # stop starting windows this close to the deadline
 
 
 def _incumbent(instance: Instance, pairs: list[list[Pair]], plan: Plan,
@@ -57,10 +77,9 @@ def _incumbent(instance: Instance, pairs: list[list[Pair]], plan: Plan,
     warm = warm_decisions(instance, plan, timing)
     if warm is None:
         raise UsageError("polish needs a warm-start plan that executes in the instance's order")
-    choice, slot, starts = warm.choice, warm.slot, list(warm.schedule.load_start)
-    pick = [hint_index(instance, j, c, ps, timing) for j, (c, ps) in
-            enumerate(zip(choice, pairs, strict=True))]
-    return Incumbent(pick, slot, starts, plan)
+    pick = tuple(hint_index(instance, j, c, ps, timing) for j, (c, ps) in
+                 enumerate(zip(warm.choice, pairs, strict=True)))
+    return Incumbent(plan, pick, tuple(warm.slot), warm.schedule)
 
 
 def _knobs(params: dict) -> dict:
@@ -69,47 +88,87 @@ def _knobs(params: dict) -> dict:
         raise UsageError(f"unknown polish parameter(s): {', '.join(sorted(unknown))}; "
                          f"known: {', '.join(KNOBS)}")
     out = {**KNOBS, **params}
-    ok = (isinstance(out["width"], int) and isinstance(out["stride"], int)
-          and isinstance(out["window_time"], int | float) and isinstance(out["certify"], bool))
-    if not ok or out["width"] < 1 or out["stride"] < 1 or out["window_time"] <= 0:
-        raise UsageError("polish needs integers width, stride >= 1, a number window_time > 0 "
-                         f"and a boolean certify; got {out}")
+    ok = (all(isinstance(out[k], int) and not isinstance(out[k], bool) and out[k] >= 1
+              for k in ("width", "stride", "tries"))
+          and all(isinstance(out[k], int) and not isinstance(out[k], bool) and out[k] >= 0
+                  for k in ("layers", "margin", "depth"))
+          and isinstance(out["window_time"], int | float) and out["window_time"] > 0
+          and isinstance(out["certify"], bool))
+    if not ok:
+        raise UsageError("polish needs integers width, stride, tries >= 1 and layers, "
+                         "margin, depth >= 0, a number window_time > 0 and a boolean certify; "
+                         f"got {out}")
     return out
 
 
-def _window_model(instance: Instance, pairs: list[list[Pair]], inc: Incumbent, first: int,
-                  stop: int, reach: int, timing: Timing, deadline: Deadline = NO_DEADLINE):
-    """The model with every op outside [first, stop) pinned to the incumbent (its pair, its
-    issue slot and its place in the HBM order; under 5b its times stay free); OutOfTime once
-    `deadline` passes while it is built."""
-    n = len(pairs)
-    outside = [j for j in range(n) if not first <= j < stop]
-    sub_pairs = [ps if first <= j < stop else [ps[inc.pick[j]]] for j, ps in enumerate(pairs)]
-    fixed = {j: (0, inc.slot[j]) for j in outside}
-    chain = sorted((j for j in outside if sub_pairs[j][0].load_ns > 0),
-                   key=lambda j: (inc.load_start[j], j))
-    cm = build(instance, Restrictions(window=reach), fixed=fixed, pairs=sub_pairs, chain=chain,
-               timing=timing, deadline=deadline)
-    add_hint(cm, instance, inc.plan)
-    # Nothing the window decides can move what ends before its earliest possible issue slot:
-    # freeze those executes, and the loads issued before it, at the incumbent's times (the
-    # times the hint gives: a restriction the incumbent satisfies).
-    freeze = first - reach
-    if freeze > 0:
-        if timing == "shared-noc":
-            warm = warm_decisions(instance, inc.plan, timing)
-            assert warm is not None
-            times = hinted_schedule(instance, sub_pairs, inc.plan, warm)[1]
-        else:
-            choice = [Choice(exec=ps[0].exec, preload=ps[0].preload) if len(ps) == 1 else c
-                      for ps, c in zip(sub_pairs, inc.plan.choice, strict=True)]
-            times = evaluate(instance, choice, inc.plan.program, timing="separate-noc")
-        for i in range(freeze):
-            cm.model.add(cm.exec_end[i] == times.exec_end[i])
-        for j in outside:
-            if inc.slot[j] < freeze and not isinstance(cm.load_start[j], int):
-                cm.model.add(cm.load_start[j] == times.load_start[j])
-    return cm
+def _key(schedule: Schedule) -> tuple[int, int]:
+    """What a move must lower: the makespan, then the sum of execute ends (plateau moves)."""
+    return schedule.makespan_ns, sum(schedule.exec_end)
+
+
+class _Search:
+    """The incumbent and the moves that change it; every candidate is checked whole."""
+
+    def __init__(self, instance: Instance, pairs: list[list[Pair]], plan: Plan,
+                 timing: Timing) -> None:
+        self.instance, self.pairs, self.timing = instance, pairs, timing
+        self.inc = _incumbent(instance, pairs, plan, timing)
+        if self.inc.schedule.peak_sram_bytes > instance.chip.sram_bytes:
+            raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
+        self.improved = self.twins_applied = self.held = 0
+        self.bound: int | None = None  # CP-SAT's bound, once a window was the whole instance
+        self.op_sig = [signature(pairs, j, j + 1) for j in range(len(pairs))]
+
+    def twin_shifts(self, r: Region) -> list[int]:
+        """Offsets d != 0 at which the region [lo + d, hi + d) has the same pairs."""
+        size, sig = r.hi - r.lo, self.op_sig[r.lo:r.hi]
+        return [first - r.lo for first in range(len(self.op_sig) - size + 1)
+                if first != r.lo and self.op_sig[first:first + size] == sig]
+
+    def offer(self, r: Region, choice: list[Choice], program: tuple[Instr, ...],
+              release: Mapping[Instr, int], shift: int) -> bool:
+        """Splice a region's solution into the plan and keep the best splice (later releases
+        moved by the region's gain or not, later preloads in their gap or behind the region's
+        loads: `lns_region.splice`) if it beats the incumbent."""
+        best = None
+        shifts = sorted({shift, 0}) if self.inc.plan.release_ns else [0]
+        for moved, keep_gap in itertools.product(shifts, (True, False)):
+            c, p, rel = splice(self.inc, r, choice, program, release, moved, keep_gap)
+            got = evaluate(self.instance, c, p, rel, timing=self.timing)
+            if got.peak_sram_bytes > self.instance.chip.sram_bytes:
+                continue
+            if best is None or _key(got) < _key(best[0]):
+                best = (got, c, p, rel)
+        if best is None or _key(best[0]) >= _key(self.inc.schedule):
+            return False
+        _got, c, p, rel = best
+        plan = Plan(instance=self.instance, choice=c, program=p, release_ns=rel,
+                    timing=self.timing)
+        self.inc = _incumbent(self.instance, self.pairs, plan, self.timing)
+        return True
+
+    def adopt(self, plan: Plan) -> bool:
+        """Take a whole plan (same program, SRAM untouched) if it lowers the key."""
+        got = evaluate(self.instance, plan.choice, plan.program, plan.release_ns,
+                       timing=self.timing)
+        if _key(got) >= _key(self.inc.schedule):
+            return False
+        self.inc = _incumbent(self.instance, self.pairs, plan, self.timing)
+        return True
+
+    def twin_choice(self, r: Region, d: int, choice: list[Choice]) -> list[Choice]:
+        """The region's new pairs moved `d` ops on: free ops by pair index, pinned their own."""
+        out = []
+        for k, c in enumerate(choice):
+            j, t = r.lo + k, r.lo + k + d
+            if r.first <= j < r.stop:
+                idx = next(x for x, a in enumerate(self.pairs[j])
+                           if (a.preload, a.exec) == (c.preload, c.exec))
+                a = self.pairs[t][idx]
+                out.append(Choice(exec=a.exec, preload=a.preload))
+            else:
+                out.append(self.inc.plan.choice[t])
+        return out
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
@@ -122,85 +181,103 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     timing = options.timing
     pairs = feasible_pairs(instance, timing)
     n = len(pairs)
-    inc = _incumbent(instance, pairs, options.warm_plan, timing)
-    best = evaluate(instance, inc.plan.choice, inc.plan.program, inc.plan.release_ns,
-                    timing=options.timing)
-    if best.peak_sram_bytes > instance.chip.sram_bytes:
-        raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
-    width, stride = min(knobs["width"], n), knobs["stride"]
+    search = _Search(instance, pairs, options.warm_plan, timing)
+    start_makespan = search.inc.schedule.makespan_ns
     deadline = None if options.time_limit_s is None else started + options.time_limit_s
-    start_makespan = best.makespan_ns
-    passes = improved = windows = 0
-    say(f"polish: start {start_makespan:,} ns, windows of {width} ops every {stride}",
+    layers, window_time, width = knobs["layers"], float(knobs["window_time"]), knobs["width"]
+    passes = windows_solved = dry = 0
+    stopped = "interrupted"
+    say(f"polish: start {start_makespan:,} ns, windows of "
+        f"{f'{layers} layer(s)' if layers else f'up to {min(width, n)} ops'}",
         enabled=options.progress)
+
+    def left() -> float | None:
+        return None if deadline is None else deadline - time.perf_counter()
+
     with Interrupt() as interrupt:
-        while True:
+        # the move the windows miss, first, in at most HOLDS_SHARE of the time limit
+        until = None if deadline is None else started + HOLDS_SHARE * options.time_limit_s
+        held, count = hold_executes(instance, search.inc.plan, until, lambda: interrupt.seen)
+        if count and search.adopt(held):
+            search.held = count
+            say(f"  executes held back: {count}, {search.inc.schedule.makespan_ns:,} ns",
+                enabled=options.progress)
+        while not interrupt.seen:
+            straddle = passes % 2 == 1
             passes += 1
             gained = False
-            firsts = range(0, max(1, n - width + stride), stride)
-            for first in track(firsts, f"polish pass {passes}", unit="window",
-                               enabled=options.progress):
-                if interrupt.seen:  # a SIGINT: keep what was accepted so far
+            schedule = search.inc.schedule
+            order = ranked(pairs, schedule, windows(instance, layers, min(width, n),
+                                                    knobs["stride"], straddle))
+            whole = len(order) == 1
+            tried: dict[tuple, int] = {}
+            for room, w in track(order, f"polish pass {passes}", unit="window",
+                                 enabled=options.progress):
+                rest = left()
+                if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
                     break
-                stop = min(n, first + width)
-                left = None if deadline is None else deadline - time.perf_counter()
-                if left is not None and left <= 0.05:
-                    break
-                reach = width + max(j - s for j, s in enumerate(inc.slot))
-                try:
-                    cm = _window_model(instance, pairs, inc, first, stop, reach, timing,
-                                       Deadline(deadline))
-                except OutOfTime:
-                    break
-                left = None if deadline is None else deadline - time.perf_counter()
-                if left is not None and left <= 0.05:
-                    break
-                # with a work limit (per window), no wall limit of its own: repeatable
-                own = None if options.work_limit is not None else knobs["window_time"]
-                limit = own if left is None else left if own is None else min(own, left)
-                solver = solver_for(options, limit, timing)
-                status = interrupt.solve(solver, cm.model)
-                windows += 1
-                if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+                if room <= 0 and not whole:
                     continue
-                if round(solver.objective_value) >= best.makespan_ns:
+                sig = signature(pairs, w.first, w.stop)
+                if tried.get(sig, 0) >= knobs["tries"]:
                     continue
-                times = read_times(cm, solver)
-                program = decode(instance, times)
-                release: dict[Instr, int] = {}
-                if timing == "shared-noc":
-                    release, schedule = replay_shared(instance, program, times)
-                else:
-                    schedule = evaluate(instance, times.choice, program, timing=timing)
-                if schedule.makespan_ns >= best.makespan_ns:
-                    continue
-                inc = _accept(instance, pairs, times.choice, program, release, timing)
-                best = schedule
-                improved += 1
-                gained = True
-                say(f"  pass {passes} ops {first}-{stop - 1}: {best.makespan_ns:,} ns",
-                    enabled=options.progress)
-            if interrupt.seen or not gained or (deadline is not None
-                                                and time.perf_counter() >= deadline - 0.05):
+                tried[sig] = tried.get(sig, 0) + 1
+                own = None if options.work_limit is not None else window_time
+                limit = own if rest is None else rest if own is None else min(own, rest)
+                windows_solved += 1
+                twins = search.twins_applied
+                reach = (knobs["margin"], knobs["depth"])
+                if _solve_window(search, w, reach, limit, options, interrupt, left):
+                    gained = True
+                    if search.twins_applied > twins:
+                        tried[sig] = knobs["tries"]  # its twins got it
+                    say(f"  pass {passes} ops {w.first}-{w.stop - 1}: "
+                        f"{search.inc.schedule.makespan_ns:,} ns", enabled=options.progress)
+            rest = left()
+            if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
+                stopped = "interrupted" if interrupt.seen else "time limit"
                 break
-    makespan = best.makespan_ns
+            dry = 0 if gained else dry + 1
+            if whole and not gained:
+                stopped = "whole instance"  # the one window was the whole problem
+                break
+            if dry >= 2:
+                if deadline is None:
+                    stopped = "local optimum"  # of this neighbourhood
+                    break
+                layers, window_time, width, dry = layers + 1, 2 * window_time, 2 * width, 0
+                say(f"polish: windows grow to {layers} layer(s) (or {width} ops), "
+                    f"{window_time:g} s each",
+                    enabled=options.progress)
+    inc = search.inc
+    makespan = inc.schedule.makespan_ns
+    load_ns = [instance.ops[j].preload_by_id[c.preload].load_ns
+               for j, c in enumerate(inc.plan.choice)]
+    release = binding_releases(inc.plan.program, load_ns, inc.plan.release_ns, inc.schedule)
     lp = None
     if knobs["certify"] and not interrupt.seen:
         say("polish: LP relaxation bound...", enabled=options.progress)
         try:
             lp = lp_bound(instance, None if deadline is None
                           else max(0.05, deadline - time.perf_counter()))
-        except TooLarge:  # the Ideal bound stands alone
+        except TooLarge:  # the linear-time bounds stand alone
             lp = None
-    lower = claimed_bound(instance, lp, makespan)
-    params = {"exec_order": "instance", **knobs, "passes": passes, "windows_solved": windows,
-              "windows_improved": improved, "start_makespan_ns": start_makespan,
-              "warm_start": options.warm_start, "model_timing": timing,
-              **({"interrupted": True} if interrupt.seen else {})}
+    lower = max(claimed_bound(instance, lp, makespan), best_cheap_bound(instance, timing),
+                search.bound or 0)
+    if lower > makespan:
+        raise AssertionError(f"a lower bound {lower} exceeds the plan's makespan {makespan}")
+    params = {"exec_order": "instance", **knobs, "passes": passes,
+              "windows_solved": windows_solved, "windows_improved": search.improved,
+              "twins_applied": search.twins_applied, "executes_held": search.held,
+              "whole_instance_bound_ns": search.bound,
+              "final_layers": layers,
+              "stopped": stopped, "start_makespan_ns": start_makespan,
+              "warm_start": options.warm_start,
+              "model_timing": timing, **({"interrupted": True} if interrupt.seen else {})}
     return make_plan(instance, inc.plan.choice, inc.plan.program, method="polish",
-                     started=started, timing=options.timing,
+                     started=started, timing=timing,
                      status="optimal" if lower == makespan else "feasible",
-                     lower_bound_ns=lower, params=params, release_ns=inc.plan.release_ns)
+                     lower_bound_ns=lower, params=params, release_ns=release)
 
 
 def _unpolished(instance: Instance, options: SolveOptions, knobs: dict, started: float) -> Plan:
@@ -211,7 +288,8 @@ def _unpolished(instance: Instance, options: SolveOptions, knobs: dict, started:
     timed = evaluate(instance, warm.choice, warm.program, warm.release_ns, timing=options.timing)
     if timed.peak_sram_bytes > instance.chip.sram_bytes:
         raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
-    lower = claimed_bound(instance, None, timed.makespan_ns)
+    lower = max(claimed_bound(instance, None, timed.makespan_ns),
+                best_cheap_bound(instance, options.timing))
     params = {"exec_order": "instance", **knobs, "passes": 0, "windows_solved": 0,
               "windows_improved": 0, "start_makespan_ns": timed.makespan_ns,
               "warm_start": options.warm_start, "model_timing": options.timing,
@@ -222,8 +300,58 @@ def _unpolished(instance: Instance, options: SolveOptions, knobs: dict, started:
                      lower_bound_ns=lower, params=params, release_ns=warm.release_ns)
 
 
-def _accept(instance: Instance, pairs: list[list[Pair]], choice: list[Choice],
-            program: tuple[Instr, ...], release: dict[Instr, int], timing: Timing) -> Incumbent:
-    plan = Plan(instance=instance, choice=tuple(choice), program=program, release_ns=release,
-                timing=timing)
-    return _incumbent(instance, pairs, plan, timing)
+def _solve_window(search: _Search, w: Window, reach: tuple[int, int], limit: float | None,
+                  options: SolveOptions, interrupt: Interrupt,
+                  left: Callable[[], float | None]) -> bool:
+    """Re-solve one window; if the whole plan gains, apply the same move to its twins."""
+    instance = search.instance
+    margin, depth = reach
+    for deeper in (depth, depth + 1):  # a proposal the whole plan refuses: look further on
+        r = region_of(instance, search.inc, w.first, w.stop, margin, deeper)
+        found = _propose(search, r, limit, options, interrupt)
+        if found is None:
+            return False
+        choice, program, release, shift = found
+        if search.offer(r, choice, program, release, shift):
+            break
+        rest = left()
+        limit = None if limit is None or rest is None else min(limit, rest)
+        if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
+            return False
+    else:
+        return False
+    search.improved += 1
+    for d in search.twin_shifts(r):
+        rest = left()
+        if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
+            break
+        twin = region_at(instance, search.inc, r.lo + d, r.hi + d, w.first + d, w.stop + d)
+        if search.offer(twin, search.twin_choice(r, d, choice), program, release, shift):
+            search.twins_applied += 1
+    return True
+
+
+def _propose(search: _Search, r: Region, limit: float | None, options: SolveOptions,
+             interrupt: Interrupt
+             ) -> tuple[list[Choice], tuple[Instr, ...], dict[Instr, int], int] | None:
+    """The region model's solution if it beats the incumbent there: (pairs, program,
+    releases, the region's estimated gain); None otherwise."""
+    cm, value = region_model(search.instance, search.pairs, search.inc, r, search.timing)
+    solver = solver_for(options, limit, search.timing)
+    status = interrupt.solve(solver, cm.model)
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return None
+    n = len(search.pairs)
+    if (r.lo, r.first, r.stop, r.hi) == (0, 0, n, n):  # the exact model: its bound holds
+        search.bound = max(search.bound or 0, ceil_integer(solver.best_objective_bound))
+    if round(solver.objective_value) >= value:
+        return None
+    times = read_times(cm, solver)
+    program = decode(r.sub, times)
+    release: dict[Instr, int] = {}
+    if search.timing == "shared-noc":
+        release, local = replay_shared(r.sub, program, times)
+    else:
+        local = evaluate(r.sub, times.choice, program, timing=search.timing)
+    shift = min(0, r.base + local.exec_end[-1] - search.inc.schedule.exec_end[r.hi - 1])
+    return times.choice, program, release, shift
