@@ -30,7 +30,8 @@ from elk_opt.problem import Instance, Timing
 def cheap_bounds(instance: Instance, timing: Timing, *, any_order: bool = False,
                  deadline: Deadline = NO_DEADLINE) -> dict[str, int]:
     """Every linear-time bound that holds for `timing` (and every order if `any_order`); once
-    `deadline` passes, those computed so far."""
+    `deadline` passes (a SIGINT passes every deadline), those computed so far, and always the
+    Ideal."""
     if timing not in ("separate-noc", "shared-noc"):
         raise ValueError(f"unknown timing {timing!r}")
     bounds: list[tuple[str, Callable[[Instance], int]]] = [("ideal", ideal_bound)]
@@ -43,7 +44,7 @@ def cheap_bounds(instance: Instance, timing: Timing, *, any_order: bool = False,
                 bounds.append(("port-cut", port_cut_bound))
     out = {}
     for name, bound in bounds:
-        if deadline.passed():
+        if out and deadline.passed():
             break
         out[name] = bound(instance)
     return out
