@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from elk_opt.commands.flags import add_timing, output_file, positive_float
+from elk_opt.commands.flags import add_cold, add_timing, output_file, positive_float
 from elk_opt.comparison import compare
 from elk_opt.errors import UsageError
 from elk_opt.io import load_instance, save_json
@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="wall-clock limit per method that searches (seconds)")
     add_timing(p)
+    add_cold(p)
     p.add_argument("--json", default=None, type=output_file, metavar="rows.json",
                    help="also write the rows")
     p.set_defaults(func=run)
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"comparing {len(methods)} methods on {instance.name} ({len(instance.ops)} ops) "
           f"under {args.timing}...", file=sys.stderr)
     rows = compare(instance, methods, SolveOptions(time_limit_s=args.time_limit,
-                                                   timing=args.timing), progress=True)
+                                                   timing=args.timing), progress=True,
+                   cold=args.cold)
     print(f"{instance.name}: makespans under {TIMING_NAMES[args.timing]}")
     print(f"{'method':<10} {'makespan ns':>15} {'vs best':>8} {'ideal/ms':>9} "
           f"{'preloads':>11} {'peak SRAM B':>12} {'solve s':>8}  verify")

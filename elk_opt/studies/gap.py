@@ -5,8 +5,10 @@ written at once to `DIR/cells/`, with the timing and time limit it ran under, so
 study resumes where it stopped and a finished one re-runs without doing anything. A cell that
 ran out of time (an exact method without a proven optimum, or with no plan at all) is run again
 when the study resumes with a longer limit; a cell of another timing is never reused.
-The reference of an instance is its proven optimum when an exact method proved one, otherwise
-the best lower bound any method reported; gaps are makespan / reference - 1.
+Exact methods start from the best heuristic plan of their instance (`elk_opt.warm`) unless the
+study is cold; a cell names the start it used. The reference of an instance is its proven
+optimum when an exact method proved one, otherwise the best lower bound any method reported;
+gaps are makespan / reference - 1.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +24,12 @@ from elk_opt.errors import InputError, UsageError
 from elk_opt.interrupts import Terminated
 from elk_opt.io import ensure_dir, plan_to_dict, read_json, save_json
 from elk_opt.methods import METHODS, solve
-from elk_opt.problem import Instance, Timing
+from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.progress import report_progress
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.executors import run_all
 from elk_opt.studies.suites import InstanceSpec
+from elk_opt.warm import best_heuristic
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,7 @@ class Cell:
     error: str = ""
     timing: str | None = None  # None: a cell written before studies recorded their timing
     time_limit_s: float | None = None
+    warm_start: str | None = None  # the heuristic plan an exact method was started from
 
     def reusable(self, timing: Timing, time_limit_s: float) -> bool:
         """Whether a resume under `timing` and `time_limit_s` may keep this cell: same timing,
@@ -62,6 +66,7 @@ class CellTask:
     time_limit_s: float
     threads: int
     timing: Timing
+    cold: bool = False  # exact methods without a warm start
 
 
 def run_cell(task: CellTask) -> Cell:
@@ -74,9 +79,11 @@ def run_cell(task: CellTask) -> Cell:
     try:
         instance = _build(task.spec)
         ops = len(instance.ops)
-        plan = solve(instance, task.method,
-                     SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
-                                  timing=task.timing))
+        options = SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
+                               timing=task.timing)
+        if family == "exact" and not task.cold:
+            options = _warm(task.spec, task.timing, task.method, options)
+        plan = solve(instance, task.method, options)
     except Exception as e:  # a study records a failing method and goes on
         return Cell(task.spec.key, ops, task.method, family, "error", None, None,
                     round(time.perf_counter() - started, 3), False, None, None,
@@ -87,13 +94,29 @@ def run_cell(task: CellTask) -> Cell:
     sim, sim_contention = _simulate(plan)
     return Cell(task.spec.key, ops, task.method, family, claims.status,
                 claims.makespan_ns, claims.lower_bound_ns, round(claims.wall_s, 3), verified,
-                sim, sim_contention, "", task.timing, task.time_limit_s)
+                sim, sim_contention, "", task.timing, task.time_limit_s,
+                options.warm_start if family == "exact" else None)
 
 
 @functools.lru_cache(maxsize=4)
 def _build(spec: InstanceSpec) -> Instance:
     """A worker runs an instance's methods one after another: build it once for them."""
     return spec.build()
+
+
+@functools.lru_cache(maxsize=4)
+def _best_heuristic(spec: InstanceSpec, timing: Timing) -> tuple[str, Plan] | None:
+    """The instance's best heuristic plan, found once per worker for all its exact cells."""
+    return best_heuristic(_build(spec), timing)
+
+
+def _warm(spec: InstanceSpec, timing: Timing, method: str, options: SolveOptions
+          ) -> SolveOptions:
+    """The exact cell's options, started from the instance's best heuristic plan."""
+    found = _best_heuristic(spec, timing)
+    if found is None or METHODS[method].family != "exact":
+        return options
+    return replace(options, warm_start=found[0], warm_plan=found[1])
 
 
 def _simulate(plan: Any) -> tuple[int | None, int | None]:
@@ -167,18 +190,19 @@ def conflicts(rows: Sequence[Row]) -> list[str]:
 def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, *,
               time_limit_s: float, timing: Timing, threads: int = 1, executor: str = "local",
               workers: int | None = None, address: str | None = None,
-              progress: bool = False) -> list[Cell]:
+              progress: bool = False, cold: bool = False) -> list[Cell]:
     """Run every missing cell, then return all cells in suite and method order.
-    `progress`: a line per finished cell on stderr (with a bar on a terminal)."""
+    `progress`: a line per finished cell on stderr (with a bar on a terminal); `cold`: exact
+    methods start without the best heuristic plan."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise UsageError(f"unknown methods {', '.join(unknown)}; known: {', '.join(METHODS)}")
     cells_dir = ensure_dir(out / "cells")
     _check_settings(out, {"instances": [s.key for s in specs], "methods": list(methods),
-                          "timing": timing})
+                          "timing": timing, "exact_start": "cold" if cold else "best heuristic"})
     done = {name: cell for name, cell in _read_cells(cells_dir).items()
             if cell.reusable(timing, time_limit_s)}
-    tasks = [CellTask(s, m, time_limit_s, threads, timing) for s in specs for m in methods
+    tasks = [CellTask(s, m, time_limit_s, threads, timing, cold) for s in specs for m in methods
              if _cell_name(s.key, m) not in done]
     total = len(specs) * len(methods)
     try:
@@ -229,7 +253,7 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
         if before != settings:
             changed = [k for k in settings if before.get(k) != settings[k]] or ["format"]
             raise UsageError(f"{out} holds a study with other settings (other "
-                             f"{', '.join(changed)}); resume with the same suite, methods and "
-                             "timing, or choose another -o")
+                             f"{', '.join(changed)}); resume with the same suite, methods, "
+                             "timing and start (--cold or not), or choose another -o")
     else:
         save_json(path, settings)
