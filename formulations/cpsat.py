@@ -266,8 +266,7 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                          lower_bound_ns=claimed_bound(instance, ready.floor,
                                                       best.claims.makespan_ns),
                          params={**ready.params, "solver_status": "start meets the bound"})
-    solver = solver_for(options, remaining(options.time_limit_s, started), "shared-noc")
-    status = solver.solve(cm.model)
+    status, solver = _search(cm, options, started)
     params = {**ready.params, "solver_status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         if upper is not None or five.bound is not None:
@@ -296,6 +295,50 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                      timing="shared-noc", release_ns=release,
                      status="optimal" if lower == schedule.makespan_ns else "feasible",
                      lower_bound_ns=lower, params=params)
+
+
+LNS_SHARE = 0.3  # one thread under 5b: of the time (or work) left, for the LNS-rich phase
+
+
+def _search(cm: CpsatModel, options: SolveOptions, started: float
+            ) -> tuple[int, cp_model.CpSolver]:
+    """Solve the 5b model; the status and the solver holding the solution and bound.
+
+    One CP-SAT worker alone runs no LNS: from a start plan its incumbents then creep down a
+    few ns per solution while the bound already sits at the optimum (zoo slices), yet with
+    the LNS interleaved on its thread the full search proves less where the bound is the
+    hard part (synthetic instances). So one thread first searches interleaved for a share of
+    the budget, then alone, hinted with and bounded by what the first phase found (its
+    solution stays feasible, so nothing found before is lost). Several threads run the
+    full-search workers with the LNS beside them, in one phase.
+    """
+    left = remaining(options.time_limit_s, started)
+    if (options.threads or 2) > 1:
+        solver = solver_for(options, left, "shared-noc")
+        return solver.solve(cm.model), solver
+
+    def share(fraction: float, value: float | None) -> float | None:
+        return None if value is None else fraction * value
+
+    first = solver_for(replace(options, work_limit=share(LNS_SHARE, options.work_limit)),
+                       share(LNS_SHARE, left), "shared-noc", interleave=True)
+    status = first.solve(cm.model)
+    if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE):
+        return status, first
+    if status == cp_model.FEASIBLE:
+        cm.model.clear_hints()
+        for k in range(len(cm.model.proto.variables)):
+            v = cm.model.get_int_var_from_proto_index(k)
+            cm.model.add_hint(v, first.value(v))
+        cm.model.add(cm.makespan <= round(first.objective_value))
+        cm.model.add(cm.makespan >= ceil_integer(first.best_objective_bound))
+    second = solver_for(replace(options, work_limit=share(1 - LNS_SHARE, options.work_limit)),
+                        remaining(options.time_limit_s, started), "shared-noc")
+    found = status == cp_model.FEASIBLE
+    status = second.solve(cm.model)
+    if found and status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return cp_model.FEASIBLE, first  # no time to take up the hint: the first phase's
+    return status, second
 
 
 def finish(plan: Plan, objective: int, bound: float, started: float, method: str) -> Plan:
