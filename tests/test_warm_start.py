@@ -159,3 +159,18 @@ def test_the_gap_study_leaves_the_ilp_out_by_default_only_under_5b():
     assert "ilp" in default_methods("separate-noc")
     assert "ilp" not in default_methods("shared-noc")
     assert {"cpsat", "polish", *heuristics()} <= set(default_methods("shared-noc"))
+
+
+def test_one_thread_5b_cpsat_stopped_by_a_work_limit_repeats():
+    """The two phases of a one-thread 5b solve (LNS interleaved, then the full search) are
+    each deterministic, and a budget split between them stops the same way twice."""
+    from elk_opt.frontend.synthetic import synthetic_instance
+
+    instance = synthetic_instance(ops=12, plans=3, seed=1, tightness=0.3)
+    options = SolveOptions(threads=1, work_limit=0.2, timing="shared-noc")
+    first, second = (solve(instance, "cpsat", options) for _ in range(2))
+    _claims_hold(first)
+    data = [plan_to_dict(p) for p in (first, second)]
+    for d in data:
+        d["claims"].pop("wall_s")
+    assert json.dumps(data[0], sort_keys=True) == json.dumps(data[1], sort_keys=True)
