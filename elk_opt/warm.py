@@ -1,10 +1,11 @@
 """Warm starts for the exact methods of a study: the best heuristic plan, unless told cold.
 
 An exact solver started cold spends most of its budget finding what a heuristic finds in a
-fraction of a second (CP-SAT's first 5b incumbents on bsp slices are 10-40% above Elk-Full's
-plan). A warm start is only a hint and an upper bound the solver may use: the plan it returns
-is re-timed and its claims are checked as for a cold run, so `optimal` still means proven.
-The hint a method used is named in its plan's `claims.params.warm_start`.
+fraction of a second (cold CP-SAT under 5b on the small suite's bsp slices ended its 20 s a
+median 15% above the best heuristic plan; BENCHMARKS.md). A warm start is only a hint and an
+upper bound the solver may use: the plan it returns is re-timed and its claims are checked
+as for a cold run, so `optimal` still means proven. A study records the heuristic it offered
+(the plan's `claims.params.warm_start` names it when the solver hinted with it).
 """
 
 from __future__ import annotations
