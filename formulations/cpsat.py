@@ -203,7 +203,10 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
     left = remaining(options.time_limit_s, started)
     solver = solver_for(replace(options, verbose=False, gap=None),
                         None if left is None else RETIME_SHARE * left, "shared-noc")
-    if solver.solve(cm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    status = solver.solve(cm.model)
+    if status == cp_model.INFEASIBLE:
+        return None  # its own schedule is a solution unless its decisions break a restriction
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # no better timing in time: the plan as it is still starts (and bounds) the search
         return make_plan(instance, plan.choice, plan.program, method="cpsat", started=started,
                          timing="shared-noc", release_ns=plan.release_ns)

@@ -174,3 +174,29 @@ def test_one_thread_5b_cpsat_stopped_by_a_work_limit_repeats():
     for d in data:
         d["claims"].pop("wall_s")
     assert json.dumps(data[0], sort_keys=True) == json.dumps(data[1], sort_keys=True)
+
+
+@pytest.mark.parametrize("params", [{"fifo": True}, {"max_pending": 1}, {"window": 1}])
+@pytest.mark.parametrize("start", ["lhs", "elk-full"])
+def test_a_start_that_breaks_a_restriction_never_becomes_the_restricted_answer(params, start):
+    """A warm start may break the restrictions (heuristics do not know them): it must neither
+    bound the restricted model nor be returned as its (optimal) plan."""
+    instance = port_instance([(0, 0, 20, 20), (10, 10, 40, 0), (10, 10, 10, 0), (5, 5, 9, 9),
+                              (8, 8, 3, 3)])
+    options = SolveOptions(threads=1, timing="shared-noc", params=params, warm_start=start)
+    plan = solve(instance, "cpsat", options)
+    _claims_hold(plan)
+    free = solve(instance, "cpsat", SolveOptions(threads=1, timing="shared-noc"))
+    assert plan.claims.makespan_ns >= free.claims.makespan_ns
+    schedule = evaluate_plan(plan)
+    if "max_pending" in params:
+        assert max(schedule.preload_count) <= 1
+    issue = [j for kind, j in plan.program if kind == "P"]
+    if "fifo" in params:
+        moving = [j for j in issue if instance.ops[j].preload_plans[0].load_ns]
+        assert moving == sorted(moving)
+    if "window" in params:
+        done = 0
+        for kind, j in plan.program:
+            done += kind == "E"
+            assert kind == "E" or done >= j - 1
