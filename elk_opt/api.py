@@ -313,16 +313,18 @@ def schema(name: str) -> dict[str, Any]:
 
 def compare(instance: Instance, methods: list[str] | None = None,
             options: SolveOptions | None = None, *, timing: Timing | None = None,
-            time_limit_s: float | None = None, threads: int | None = None) -> dict[str, Any]:
+            time_limit_s: float | None = None, threads: int | None = None,
+            cold: bool = False) -> dict[str, Any]:
     """Every method (default: the heuristics) on `instance`, each plan verified, as
     `elk-opt compare --json` writes it: `{"instance", "rows"}`, the Ideal bound's row first.
 
-    Keywords given replace the fields of `options`, as in `solve`.
+    Keywords given replace the fields of `options`, as in `solve`. Exact methods start from
+    the best heuristic plan unless `cold`.
     """
     from elk_opt.comparison import compare as run
     from elk_opt.methods import heuristics
 
     rows = run(instance, heuristics() if methods is None else list(methods),
                _options(options, timing=timing, time_limit_s=time_limit_s, threads=threads,
-                        warm_start=None))
+                        warm_start=None), cold=cold)
     return {"instance": instance.name, "rows": rows}

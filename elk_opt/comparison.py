@@ -1,7 +1,9 @@
 """Every method on one instance, each plan verified, as rows of plain data.
 
 The logic of `elk-opt compare` (which prints these rows) and of `elk_opt.compare`. The Ideal
-roofline comes first, as a row of its own: it is a lower bound, not a schedule.
+roofline comes first, as a row of its own: it is a lower bound, not a schedule. Exact methods
+start from the best heuristic plan (`elk_opt.warm`; the heuristics already run are reused)
+unless `cold`.
 """
 
 from __future__ import annotations
@@ -18,17 +20,19 @@ from elk_opt.io import plan_to_dict
 from elk_opt.methods import METHODS, solve
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
+from elk_opt.warm import warm_options
 from verify import check
 
 
 def compare(instance: Instance, methods: list[str], options: SolveOptions,
-            progress: bool = False) -> list[dict[str, Any]]:
+            progress: bool = False, cold: bool = False) -> list[dict[str, Any]]:
     """One row per method (plus the Ideal row first), as plain data."""
-    return compare_plans(instance, methods, options, progress)[0]
+    return compare_plans(instance, methods, options, progress, cold)[0]
 
 
 def compare_plans(instance: Instance, methods: list[str], options: SolveOptions,
-                  progress: bool = False) -> tuple[list[dict[str, Any]], dict[str, Plan]]:
+                  progress: bool = False,
+                  cold: bool = False) -> tuple[list[dict[str, Any]], dict[str, Plan]]:
     """The rows of `compare`, and the plan behind each method's row (for `compare -o`)."""
     for m in methods:  # before anything runs: a bad name late in the list wastes no solving
         if m not in METHODS:
@@ -44,7 +48,8 @@ def compare_plans(instance: Instance, methods: list[str], options: SolveOptions,
         if progress:
             print(f"  {m}...", file=sys.stderr, flush=True)
         with sigint_restored():
-            plan = solve(instance, m, options)
+            chosen = warm_options(instance, m, options, cold=cold, plans=plans)
+            plan = solve(instance, m, chosen)
         assert plan.claims is not None
         plans[m] = plan
         report = check(plan_to_dict(plan))
@@ -55,7 +60,9 @@ def compare_plans(instance: Instance, methods: list[str], options: SolveOptions,
                      "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3),
                      "max_preload_count": max(counts, default=0),
                      "peak_sram_bytes": schedule.peak_sram_bytes,
-                     "wall_s": round(plan.claims.wall_s, 3), "bound": False})
+                     "wall_s": round(plan.claims.wall_s, 3), "bound": False,
+                     "warm_start": chosen.warm_start if METHODS[m].family == "exact"
+                     else None})
     best = min((r["makespan_ns"] for r in rows if not r["bound"]), default=None)
     for r in rows:
         r["vs_best"] = round(r["makespan_ns"] / best, 4) if best else None

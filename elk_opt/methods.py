@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from elk_opt.errors import UsageError
-from elk_opt.problem import Instance, Plan
+from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
 
 Method = Callable[[Instance, SolveOptions], Plan]
@@ -25,6 +25,8 @@ class MethodInfo:
     family: Literal["heuristic", "exact", "bound"]
     summary: str
     default_warm_start: str | None = None  # a method whose plan this one starts from
+    # the timings under which studies run it by default (it stays runnable under any)
+    default_timings: tuple[Timing, ...] = ("separate-noc", "shared-noc")
 
 
 METHODS: dict[str, MethodInfo] = {
@@ -43,7 +45,10 @@ METHODS: dict[str, MethodInfo] = {
     "cpsat": MethodInfo("formulations.cpsat:solve", "exact",
                         "CP-SAT model of sections 4-5: proven optimum or best plan and bound"),
     "ilp": MethodInfo("formulations.ilp:solve", "exact",
-                      "ILP model (PuLP; HiGHS in-process, or solver=NAME: any PuLP solver here)"),
+                      "ILP model (PuLP; HiGHS in-process, or solver=NAME: any PuLP solver here)",
+                      # under 5b its big-M overlap rows leave HiGHS 20-45x slower than CP-SAT
+                      # on 6-op instances and without proofs on one-layer slices
+                      default_timings=("separate-noc",)),
     "polish": MethodInfo("formulations.polish:solve", "exact",
                          "LNS: re-solve windows of a warm-start plan exactly with CP-SAT",
                          default_warm_start="elk-full"),

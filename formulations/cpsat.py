@@ -46,6 +46,7 @@ class Prepared:
     params: dict
     options: SolveOptions
     five: Section5 | None = None  # under 5b: the section-5 model's bound and plan
+    floor: int | None = None  # under 5b: the best known lower bound (section 5's, fluid's)
     best: Plan | None = None  # under 5b: the start plan the model is hinted with
     warm: Plan | None = None  # under 5b: the warm start, re-timed
     upper: int | None = None  # under 5b: the start plan's makespan, bounding the model
@@ -213,7 +214,10 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
     left = remaining(options.time_limit_s, started)
     solver = solver_for(replace(options, verbose=False, gap=None),
                         None if left is None else RETIME_SHARE * left, "shared-noc")
-    if run_cpsat(solver, cm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+    status = run_cpsat(solver, cm.model)
+    if status == cp_model.INFEASIBLE:
+        return None  # its own schedule is a solution unless its decisions break a restriction
+    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # no better timing in time: the plan as it is still starts (and bounds) the search
         return make_plan(instance, plan.choice, plan.program, method="cpsat", started=started,
                          timing="shared-noc", release_ns=plan.release_ns)
@@ -265,16 +269,35 @@ def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restric
         # Re-timed by the restricted model, each start obeys the restrictions: it bounds the
         # restricted optimum from above.
         upper = best.claims.makespan_ns if best is not None else None
-        cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=five.bound,
+        fluid = _fluid(instance, options, started)
+        floor = max((b for b in (five.bound, fluid) if b is not None), default=None)
+        if floor is not None and upper is not None and floor > upper:
+            raise AssertionError(f"cpsat: lower bound {floor} above a plan's makespan {upper}")
+        cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=floor,
                    deadline=deadline)
     except OutOfTime:
         raise _Cut(five, retimed) from None
     add_hint(cm, instance, best)
     params = {**restrict.claims(), "solver": "cp-sat", "model_timing": "shared-noc",
-              "section5_bound_ns": five.bound}
+              "section5_bound_ns": five.bound, "fluid_bound_ns": fluid}
     if options.warm_start and best is not None and best is warm:
         params["warm_start"] = options.warm_start
-    return Prepared(cm, params, options, five, best, warm, upper)
+    return Prepared(cm, params, options, five, floor, best, warm, upper)
+
+
+FLUID_SHARE = 0.1  # of what is left, for the fluid bound under 5b
+
+
+def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | None:
+    """The fluid LP's bound (`elk_opt.bounds.fluid`): valid for every plan in the instance's
+    order, so for the model with or without restrictions. As a floor on the makespan it lets
+    the LP fix what cannot beat the incumbent; on the calibration layer it is 193,181 ns
+    against the section-5 bound's 191,398 (optimum 193,466). None if not solved in time."""
+    from elk_opt.bounds.fluid import fluid_bound
+
+    left = remaining(options.time_limit_s, started)
+    return fluid_bound(instance, "shared-noc",
+                       None if left is None else FLUID_SHARE * left).bound_ns
 
 
 def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
@@ -282,14 +305,20 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
     """Solve the prepared 5b model."""
     cm, five, best, warm, upper = ready.cm, ready.five, ready.best, ready.warm, ready.upper
     assert five is not None
-    solver = solver_for(options, remaining(options.time_limit_s, started), "shared-noc")
-    status = run_cpsat(solver, cm.model)
+    if best is not None and ready.floor is not None and ready.floor >= best.claims.makespan_ns:
+        # the start meets a valid lower bound: it is optimal, no search needed
+        return make_plan(instance, best.choice, best.program, method="cpsat", started=started,
+                         timing="shared-noc", release_ns=best.release_ns, status="optimal",
+                         lower_bound_ns=claimed_bound(instance, ready.floor,
+                                                      best.claims.makespan_ns),
+                         params={**ready.params, "solver_status": "start meets the bound"})
+    status, solver = _search(cm, options, started)
     params = {**ready.params, "solver_status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         if upper is not None or five.bound is not None:
             raise AssertionError("the 5b model is infeasible within a plan's makespan")
         raise _infeasible(instance, restrict)
-    bounds = [b for b in (five.bound,) if b is not None]
+    bounds = [b for b in (ready.floor,) if b is not None]
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.UNKNOWN:
             bounds.append(ceil_integer(solver.best_objective_bound))
@@ -312,6 +341,50 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                      timing="shared-noc", release_ns=release,
                      status="optimal" if lower == schedule.makespan_ns else "feasible",
                      lower_bound_ns=lower, params=params)
+
+
+LNS_SHARE = 0.3  # one thread under 5b: of the time (or work) left, for the LNS-rich phase
+
+
+def _search(cm: CpsatModel, options: SolveOptions, started: float
+            ) -> tuple[int, cp_model.CpSolver]:
+    """Solve the 5b model; the status and the solver holding the solution and bound.
+
+    One CP-SAT worker alone runs no LNS: from a start plan its incumbents then creep down a
+    few ns per solution while the bound already sits at the optimum (zoo slices), yet with
+    the LNS interleaved on its thread the full search proves less where the bound is the
+    hard part (synthetic instances). So one thread first searches interleaved for a share of
+    the budget, then alone, hinted with and bounded by what the first phase found (its
+    solution stays feasible, so nothing found before is lost). Several threads run the
+    full-search workers with the LNS beside them, in one phase.
+    """
+    left = remaining(options.time_limit_s, started)
+    if (options.threads or 2) > 1:
+        solver = solver_for(options, left, "shared-noc")
+        return run_cpsat(solver, cm.model), solver
+
+    def share(fraction: float, value: float | None) -> float | None:
+        return None if value is None else fraction * value
+
+    first = solver_for(replace(options, work_limit=share(LNS_SHARE, options.work_limit)),
+                       share(LNS_SHARE, left), "shared-noc", interleave=True)
+    status = run_cpsat(first, cm.model)
+    if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE) or stop_requested():
+        return status, first
+    if status == cp_model.FEASIBLE:
+        cm.model.clear_hints()
+        for k in range(len(cm.model.proto.variables)):
+            v = cm.model.get_int_var_from_proto_index(k)
+            cm.model.add_hint(v, first.value(v))
+        cm.model.add(cm.makespan <= round(first.objective_value))
+        cm.model.add(cm.makespan >= ceil_integer(first.best_objective_bound))
+    second = solver_for(replace(options, work_limit=share(1 - LNS_SHARE, options.work_limit)),
+                        remaining(options.time_limit_s, started), "shared-noc")
+    found = status == cp_model.FEASIBLE
+    status = run_cpsat(second, cm.model)
+    if found and status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return cp_model.FEASIBLE, first  # no time to take up the hint: the first phase's
+    return status, second
 
 
 def finish(plan: Plan, objective: int, bound: float, started: float, method: str) -> Plan:

@@ -302,10 +302,12 @@ LP_WORKERS = ("max_lp", "default_lp")  # 5b: the workers whose LP relaxation pro
 
 
 def solver_for(options: SolveOptions, time_limit_s: float | None,
-               timing: Timing = "separate-noc") -> cp_model.CpSolver:
+               timing: Timing = "separate-noc", interleave: bool = False) -> cp_model.CpSolver:
     """A CP-SAT solver with the options' limits. Under 5b the full-problem workers are the
     LP-heavy ones: with its default pair of workers CP-SAT rarely closes a 5b gap, with
-    `max_lp` (the full linear relaxation, cuts included) it closes small ones in seconds."""
+    `max_lp` (the full linear relaxation, cuts included) it closes small ones in seconds.
+    `interleave`: the subsolvers, LNS helpers included, take turns on the workers' threads
+    (deterministically); one worker otherwise runs the full search alone, without LNS."""
     solver = cp_model.CpSolver()
     prm = solver.parameters
     if time_limit_s is not None:
@@ -313,10 +315,12 @@ def solver_for(options: SolveOptions, time_limit_s: float | None,
     prm.num_workers = options.threads or 2
     if timing == "shared-noc":
         prm.subsolvers.extend(LP_WORKERS[:prm.num_workers])
+    if interleave:
+        prm.interleave_search = True
     prm.random_seed = options.seed
     if options.work_limit is not None:  # repeatable: a deterministic budget, and with several
         prm.max_deterministic_time = options.work_limit  # workers, interleaved in batches
-        prm.interleave_search = prm.num_workers > 1
+        prm.interleave_search = interleave or prm.num_workers > 1
     if options.gap is not None:
         prm.relative_gap_limit = options.gap
     if options.verbose:

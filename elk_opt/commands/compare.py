@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from elk_opt.commands.flags import add_timing, output_dir, output_file, positive_float
+from elk_opt.commands.flags import add_cold, add_timing, output_dir, output_file, positive_float
 from elk_opt.comparison import compare_plans
 from elk_opt.errors import UsageError
 from elk_opt.io import ensure_dir, load_instance, save_json
@@ -32,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="wall-clock limit per method that searches (seconds)")
     add_timing(p)
+    add_cold(p)
     p.add_argument("--json", default=None, type=output_file, metavar="rows.json",
                    help="also write the rows")
     p.add_argument("-o", "--output", default=None, type=output_dir, metavar="DIR",
@@ -61,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
           f"under {args.timing}...", file=sys.stderr)
     rows, plans = compare_plans(instance, methods, SolveOptions(time_limit_s=args.time_limit,
                                                                 timing=args.timing),
-                                progress=True)
+                                progress=True, cold=args.cold)
     print(f"{instance.name}: makespans under {TIMING_NAMES[args.timing]}")
     print(f"{'method':<10} {'makespan ns':>15} {'vs best':>8} {'ideal/ms':>9} "
           f"{'preloads':>11} {'peak SRAM B':>12} {'solve s':>8}  verify")

@@ -136,6 +136,12 @@ def add_timing(p: argparse.ArgumentParser) -> None:
                         "(docs/spec.md 5b, the default) or separate-noc (section 5)")
 
 
+def add_cold(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cold", action="store_true",
+                   help="exact methods start without a warm start (default: from the best "
+                        "heuristic plan, named in their claims; it changes no claim)")
+
+
 def add_executor(p: argparse.ArgumentParser, executors: tuple[str, ...]) -> None:
     p.add_argument("--executor", choices=executors, default="local")
     p.add_argument("--workers", type=thread_count, default=None,

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from elk_opt.commands.flags import (
+    add_cold,
     add_executor,
     add_quiet,
     add_timing,
@@ -14,6 +15,7 @@ from elk_opt.commands.flags import (
     positive_float,
 )
 from elk_opt.methods import METHODS
+from elk_opt.problem import Timing
 from elk_opt.studies.baseline import DEFAULT_PATH, write_baseline
 from elk_opt.studies.executors import EXECUTORS
 from elk_opt.studies.gap import run_study
@@ -32,11 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"built-in suite ({', '.join(BUILTIN_SUITES)}) or a suite TOML file")
     p.add_argument("-o", "--output", required=True, type=output_dir, metavar="DIR")
     p.add_argument("--methods", default=None,
-                   help="comma-separated methods (default: every heuristic and exact method)")
+                   help="comma-separated methods (default: every heuristic and exact method; "
+                        "under shared-noc without ilp, which rarely proves there)")
     p.add_argument("--time-limit", type=positive_float, default=20.0, metavar="S",
                    help="per exact solve (default 20); resuming with a longer one re-runs the "
                         "cells that ran out of time")
     add_timing(p)
+    add_cold(p)
     add_executor(p, EXECUTORS)
     add_quiet(p)
     p.add_argument("--update-baseline", action="store_true",
@@ -48,17 +52,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def default_methods() -> list[str]:
-    return [m for m, info in METHODS.items() if info.family in ("heuristic", "exact")]
+def default_methods(timing: Timing) -> list[str]:
+    """Every heuristic and exact method that studies run by default under `timing`."""
+    return [m for m, info in METHODS.items()
+            if info.family in ("heuristic", "exact") and timing in info.default_timings]
 
 
 def run(args: argparse.Namespace) -> int:
     specs = load_suite(args.suite)
-    methods = args.methods.split(",") if args.methods else default_methods()
+    methods = args.methods.split(",") if args.methods else default_methods(args.timing)
     out = Path(args.output)
     cells = run_study(specs, methods, out, time_limit_s=args.time_limit, timing=args.timing,
                       executor=args.executor, workers=args.workers, address=args.address,
-                      progress=not args.quiet)
+                      progress=not args.quiet, cold=args.cold)
     rows = write_report(cells, out)
     if args.update_baseline:
         dropped = write_baseline(specs, cells, args.baseline, args.timing)

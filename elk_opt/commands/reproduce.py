@@ -7,6 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from elk_opt.commands.flags import (
+    add_cold,
     add_executor,
     add_quiet,
     output_dir,
@@ -52,6 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="per exact solve (default 1)")
     p.add_argument("--chip", default=None, help="chip preset or TOML file (default "
                                                 "ipu-pod4-hbm3e)")
+    add_cold(p)
     add_executor(p, EXECUTORS)
     add_quiet(p)
     p.set_defaults(func=run)
@@ -88,6 +90,8 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
             changes[option] = getattr(args, option)
     if args.time_limit is not None:
         changes["time_limit_s"] = args.time_limit
+    if args.cold:
+        changes["cold"] = True
     grid = replace(grid, **changes)
     grid.validate()
     return grid

@@ -7,8 +7,10 @@ kept beside its cell, gzipped (`DIR/plans/`, the cell's `plan`; elk_opt.studies.
 `verify DIR` re-checks every figure; a cell whose plan file is gone runs again. A cell that
 ran out of time (an exact method without a proven optimum, or with no plan at all) is run again
 when the study resumes with a longer limit; a cell of another timing is never reused.
-The reference of an instance is its proven optimum when an exact method proved one, otherwise
-the best lower bound any method reported; gaps are makespan / reference - 1.
+Exact methods start from the best heuristic plan of their instance (`elk_opt.warm`) unless the
+study is cold; a cell names the start it used. The reference of an instance is its proven
+optimum when an exact method proved one, otherwise the best lower bound any method reported;
+gaps are makespan / reference - 1.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from elk_opt.errors import InputError, UsageError
 from elk_opt.interrupts import Terminated
 from elk_opt.io import ensure_dir, plan_to_dict, read_json, save_json
 from elk_opt.methods import METHODS, solve
-from elk_opt.problem import Instance, Timing
+from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.progress import report_progress, say
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.eta import Eta, parallel
 from elk_opt.studies.executors import run_all, study_lock
 from elk_opt.studies.plans import Outcome, keep, packed
 from elk_opt.studies.suites import InstanceSpec
+from elk_opt.warm import best_heuristic
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class Cell:
     error: str = ""
     timing: str | None = None  # None: a cell written before studies recorded their timing
     time_limit_s: float | None = None
+    warm_start: str | None = None  # the heuristic plan an exact method was started from
     plan: str | None = None  # the plan's file, relative to the study's folder
 
     def reusable(self, timing: Timing, time_limit_s: float, out: Path) -> bool:
@@ -70,6 +74,7 @@ class CellTask:
     time_limit_s: float
     threads: int
     timing: Timing
+    cold: bool = False  # exact methods without a warm start
 
 
 def run_cell(task: CellTask) -> Outcome[Cell]:
@@ -82,9 +87,11 @@ def run_cell(task: CellTask) -> Outcome[Cell]:
     try:
         instance = _build(task.spec)
         ops = len(instance.ops)
-        plan = solve(instance, task.method,
-                     SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
-                                  timing=task.timing))
+        options = SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
+                               timing=task.timing)
+        if family == "exact" and not task.cold:
+            options = _warm(task.spec, task.timing, task.method, options)
+        plan = solve(instance, task.method, options)
     except Exception as e:  # a study records a failing method and goes on
         return Outcome(Cell(task.spec.key, ops, task.method, family, "error", None, None,
                             round(time.perf_counter() - started, 3), False, None, None,
@@ -95,7 +102,8 @@ def run_cell(task: CellTask) -> Outcome[Cell]:
     sim, sim_contention = _simulate(plan)
     return Outcome(Cell(task.spec.key, ops, task.method, family, claims.status,
                         claims.makespan_ns, claims.lower_bound_ns, round(claims.wall_s, 3),
-                        verified, sim, sim_contention, "", task.timing, task.time_limit_s),
+                        verified, sim, sim_contention, "", task.timing, task.time_limit_s,
+                        options.warm_start if family == "exact" else None),
                    packed(plan))
 
 
@@ -103,6 +111,21 @@ def run_cell(task: CellTask) -> Outcome[Cell]:
 def _build(spec: InstanceSpec) -> Instance:
     """A worker runs an instance's methods one after another: build it once for them."""
     return spec.build()
+
+
+@functools.lru_cache(maxsize=4)
+def _best_heuristic(spec: InstanceSpec, timing: Timing) -> tuple[str, Plan] | None:
+    """The instance's best heuristic plan, found once per worker for all its exact cells."""
+    return best_heuristic(_build(spec), timing)
+
+
+def _warm(spec: InstanceSpec, timing: Timing, method: str, options: SolveOptions
+          ) -> SolveOptions:
+    """The exact cell's options, started from the instance's best heuristic plan."""
+    found = _best_heuristic(spec, timing)
+    if found is None or METHODS[method].family != "exact":
+        return options
+    return replace(options, warm_start=found[0], warm_plan=found[1])
 
 
 def _simulate(plan: Any) -> tuple[int | None, int | None]:
@@ -176,9 +199,10 @@ def conflicts(rows: Sequence[Row]) -> list[str]:
 def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, *,
               time_limit_s: float, timing: Timing, threads: int = 1, executor: str = "local",
               workers: int | None = None, address: str | None = None,
-              progress: bool = False) -> list[Cell]:
+              progress: bool = False, cold: bool = False) -> list[Cell]:
     """Run every missing cell, then return all cells in suite and method order.
-    `progress`: a line per finished cell on stderr (with a bar on a terminal)."""
+    `progress`: a line per finished cell on stderr (with a bar on a terminal); `cold`: exact
+    methods start without the best heuristic plan."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise UsageError(f"unknown methods {', '.join(unknown)}; known: {', '.join(METHODS)}")
@@ -186,18 +210,18 @@ def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, 
     with study_lock(out, say):
         return _run_study(specs, methods, out, cells_dir, time_limit_s=time_limit_s,
                           timing=timing, threads=threads, executor=executor, workers=workers,
-                          address=address, progress=progress)
+                          address=address, progress=progress, cold=cold)
 
 
 def _run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path,
                cells_dir: Path, *, time_limit_s: float, timing: Timing, threads: int,
                executor: str, workers: int | None, address: str | None,
-               progress: bool) -> list[Cell]:
+               progress: bool, cold: bool) -> list[Cell]:
     _check_settings(out, {"instances": [s.key for s in specs], "methods": list(methods),
-                          "timing": timing})
+                          "timing": timing, "exact_start": "cold" if cold else "best heuristic"})
     done = {name: cell for name, cell in _read_cells(cells_dir).items()
             if cell.reusable(timing, time_limit_s, out)}
-    tasks = [CellTask(s, m, time_limit_s, threads, timing) for s in specs for m in methods
+    tasks = [CellTask(s, m, time_limit_s, threads, timing, cold) for s in specs for m in methods
              if _cell_name(s.key, m) not in done]
     total = len(specs) * len(methods)
     eta = Eta({_cell_name(t.spec.key, t.method): time_limit_s
@@ -255,7 +279,7 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
         if before != settings:
             changed = [k for k in settings if before.get(k) != settings[k]] or ["format"]
             raise UsageError(f"{out} holds a study with other settings (other "
-                             f"{', '.join(changed)}); resume with the same suite, methods and "
-                             "timing, or choose another -o")
+                             f"{', '.join(changed)}); resume with the same suite, methods, "
+                             "timing and start (--cold or not), or choose another -o")
     else:
         save_json(path, settings)

@@ -15,7 +15,8 @@ TIMING_NAMES = {"shared-noc": "shared-noc (docs/spec.md section 5b)",
                 "separate-noc": "separate-noc (docs/spec.md section 5)"}
 CSV_FIELDS = ("instance", "ops", "method", "family", "timing", "status", "makespan_ns",
               "lower_bound_ns", "reference_ns", "reference_kind", "gap", "sim_ns",
-              "sim_contention_ns", "solve_s", "time_limit_s", "verified", "error", "plan")
+              "sim_contention_ns", "solve_s", "time_limit_s", "warm_start", "verified", "error",
+              "plan")
 
 
 

@@ -34,6 +34,7 @@ from elk_opt.studies import paper
 from elk_opt.studies.eta import Eta, parallel
 from elk_opt.studies.executors import run_all, study_lock
 from elk_opt.studies.plans import Outcome, keep, packed
+from elk_opt.warm import warm_options
 
 
 @dataclass(frozen=True)
@@ -53,7 +54,6 @@ SETTINGS: dict[str, Setting] = {
 COST_MODELS = ("analytic", "elk-paper")
 DEFAULT_METHODS = ("basic", "static", "elk-dyn", "elk-full", "lhs", "ideal")
 IDEAL = "ideal"
-WARM_START = "elk-full"  # the exact methods start from Elk-Full's plan
 
 
 @dataclass(frozen=True)
@@ -114,12 +114,17 @@ class Cell:
     full_tflops: float | None = None
     error: str = ""
     time_limit_s: float | None = None  # an exact method's limit
+    warm_start: str | None = None  # the heuristic plan an exact method was started from
+    cold: bool | None = None  # exact cells: started without a warm start (None: not exact)
     plan: str | None = None  # the plan's file, relative to the study's folder
 
-    def reusable(self, time_limit_s: float, out: Path) -> bool:
-        """Whether a resume may keep this cell: its plan kept in `out` (when it has one), and
-        not an exact solve that ran out of time under a shorter limit than the one asked now."""
+    def reusable(self, time_limit_s: float, out: Path, cold: bool = False) -> bool:
+        """Whether a resume may keep this cell: its plan kept in `out` (when it has one), not
+        an exact solve that ran out of time under a shorter limit than the one asked now, nor
+        one started otherwise (cold or warm)."""
         if self.family != "bound" and self.ok and not (self.plan and (out / self.plan).is_file()):
+            return False
+        if self.family == "exact" and bool(self.cold) != cold:
             return False
         out_of_time = self.family == "exact" and self.status != "optimal"
         return not (out_of_time and (self.time_limit_s or 0) < time_limit_s)
@@ -161,6 +166,7 @@ class Grid:
     time_limit_s: float = 30.0
     threads: int = 1
     chip: str = "ipu-pod4-hbm3e"
+    cold: bool = False  # exact methods start without the best heuristic plan
 
     def figure_configs(self) -> list[Config]:
         return [self._config(m, b, kv, self._layers(m), c, s) for c in self.cost_models
@@ -224,6 +230,7 @@ class Task:
     methods: tuple[str, ...]  # the cells still missing, heuristics before exact methods
     time_limit_s: float
     threads: int
+    cold: bool = False
 
 
 def unavailable_reason(cost_model: str, chip_name: str) -> str:
@@ -272,12 +279,14 @@ def run_task(task: Task) -> list[Outcome[Cell]]:
         options = SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
                                timing=setting.timing)
         exact = METHODS[m].family == "exact"
-        if exact:
-            options = replace(options, warm_start=WARM_START, warm_plan=plans.get(WARM_START))
         blank = Cell(**base, method=m, family=family(m), status="",
-                     time_limit_s=task.time_limit_s if exact else None)
+                     time_limit_s=task.time_limit_s if exact else None,
+                     cold=task.cold if exact else None)
         started = time.perf_counter()
         try:
+            if exact:  # from the best heuristic plan (those run above are reused)
+                options = warm_options(instance, m, options, cold=task.cold, plans=plans)
+                blank = replace(blank, warm_start=options.warm_start)
             plan = solve(instance, m, options)
         except Exception as e:  # a study records a failing method and goes on
             cells.append(Outcome(replace(blank, status="error",
@@ -303,6 +312,7 @@ def _plan_cell(plan: Plan, cell: Cell) -> Cell:
     b = exact.breakdown
     return replace(cell, status=claims.status, makespan_ns=claims.makespan_ns,
                    lower_bound_ns=claims.lower_bound_ns,
+
                    model_timing=claims.params.get("model_timing"),
                    solve_s=round(claims.wall_s, 3), verified=report.valid,
                    sim_ns=exact.makespan_ns, overlapped_ns=round(b.overlapped_ns),
@@ -350,13 +360,14 @@ def _reproduce(grid: Grid, out: Path, cells_dir: Path, executor: str, workers: i
                address: str | None, progress: bool) -> tuple[list[Cell], list[Cell]]:
     _check_settings(out, {"chip": grid.chip})
     done = {p.stem: cell_from_dict(json.loads(p.read_text())) for p in cells_dir.glob("*.json")}
-    done = {name: c for name, c in done.items() if c.reusable(grid.time_limit_s, out)}
+    done = {name: c for name, c in done.items() if c.reusable(grid.time_limit_s, out, grid.cold)}
     wanted = _wanted(grid)
     missing: dict[Config, list[str]] = {}
     for config, method in wanted:
         if cell_name(config, method) not in done:
             missing.setdefault(config, []).append(method)
-    tasks = [Task(c, tuple(ms), grid.time_limit_s, grid.threads) for c, ms in missing.items()]
+    tasks = [Task(c, tuple(ms), grid.time_limit_s, grid.threads, grid.cold)
+             for c, ms in missing.items()]
     total = len(wanted)
     finished = total - sum(map(len, missing.values()))
     unavailable: dict[str, Cell] = {}

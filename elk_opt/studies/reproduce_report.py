@@ -28,7 +28,7 @@ FIG18_FIELDS = ("source", "model", "batch", "kv_len", "layers", "cost_model", "s
                 "full_hbm_util", "full_noc_util", "full_tflops")
 EXACT_FIELDS = ("model", "batch", "kv_len", "layers", "cost_model", "setting", "method",
                 "status", "makespan_ns", "lower_bound_ns", "model_timing", "reference_ns",
-                "reference_kind", "gap", "verified", "solve_s", "error", "plan")
+                "reference_kind", "gap", "verified", "solve_s", "warm_start", "error", "plan")
 OURS = "ours"
 
 
