@@ -67,8 +67,8 @@ SHARED_SCOPES = ("module", "package", "session")
 
 
 def _shared_fixtures(item: pytest.Item) -> list[str]:
-    """The suite's own fixtures of a wider scope than the test that `item` uses, as keys that
-    name one instance of each (a module-scoped fixture has one per module)."""
+    """The fixtures of module scope or wider that `item` uses and the suite defines (not
+    pytest's own), as keys naming one instance each: a module-scoped one has one per module."""
     info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the item's fixtures
     if info is None:
         return []
@@ -102,8 +102,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         links.add_nodes_from(keys)
         links.add_edges_from(zip(keys, keys[1:], strict=False))
     # xdist names a test's work unit by all its group marks together, so every test of a
-    # component carries the same set: the component's name (its first fixture key) and every
-    # group a test of it names itself.
+    # component carries the same set: the component's least fixture key and every group a
+    # test of it names itself.
     names = {}
     for part in nx.connected_components(links):
         fixtures = {key for key in part if not key.startswith("group::")}
