@@ -1,5 +1,6 @@
 import os
 
+import networkx as nx
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -54,3 +55,63 @@ def documents_match_schemas():
     if found:
         pytest.fail("documents outside elk_opt/schemas/:\n  " + "\n  ".join(found[:10]),
                     pytrace=False)
+
+
+# pytest-xdist (pyproject's addopts: `-n auto --dist loadgroup`) sends each test to whichever
+# process is free, and every process builds a module- or session-scoped fixture it needs again.
+# Tests that share such a fixture of the suite's own (directly or through another test) are
+# therefore one group, run by one process, so an expensive fixture (a study run, a solved
+# instance) is built once. Without xdist the marks do nothing.
+
+SHARED_SCOPES = ("module", "package", "session")
+
+
+def _shared_fixtures(item: pytest.Item) -> list[str]:
+    """The fixtures of module scope or wider that `item` uses and the suite defines (not
+    pytest's own), as keys naming one instance each: a module-scoped one has one per module."""
+    info = getattr(item, "_fixtureinfo", None)  # pytest's own record of the item's fixtures
+    if info is None:
+        return []
+    keys = []
+    for name in item.fixturenames:
+        defs = info.name2fixturedefs.get(name)
+        if not defs:
+            continue
+        fixture = defs[-1]  # the definition that applies to this item
+        if fixture.scope in SHARED_SCOPES and fixture.has_location:
+            module = getattr(item, "module", None)
+            where = module.__name__ if fixture.scope == "module" and module else fixture.baseid
+            keys.append(f"{where}::{name}")
+    return keys
+
+
+def _explicit_groups(item: pytest.Item) -> set[str]:
+    return {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+            for m in item.iter_markers("xdist_group")}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist turns the marks into its work units
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    links = nx.Graph()
+    keys_of = {}
+    for item in items:
+        keys = _shared_fixtures(item) + [f"group::{g}" for g in sorted(_explicit_groups(item))]
+        keys_of[item.nodeid] = keys
+        links.add_nodes_from(keys)
+        links.add_edges_from(zip(keys, keys[1:], strict=False))
+    # xdist names a test's work unit by all its group marks together, so every test of a
+    # component carries the same set: the component's least fixture key and every group a
+    # test of it names itself.
+    names = {}
+    for part in nx.connected_components(links):
+        fixtures = {key for key in part if not key.startswith("group::")}
+        if fixtures:
+            named = {key.removeprefix("group::") for key in part - fixtures} | {min(fixtures)}
+            names.update(dict.fromkeys(part, named))
+    for item in items:
+        keys = keys_of[item.nodeid]
+        if keys and keys[0] in names:
+            for name in sorted(names[keys[0]] - _explicit_groups(item)):
+                item.add_marker(pytest.mark.xdist_group(name))
