@@ -159,9 +159,8 @@ def test_sigint_stops_highs_at_once_with_its_incumbent():
     assert h.getInfo().primal_solution_status == 2  # the incumbent is kept
 
 
-def _interrupt(tmp_path: Path, args: list[str], ready: str, after_s: float):
-    """Run `elk-opt` on a hard instance and SIGINT it `after_s` after it printed `ready` on
-    stderr; returns (exit code, seconds from the signal to the exit, the output's JSON)."""
+def _started(tmp_path: Path, args: list[str], ready: str) -> tuple[subprocess.Popen, Path]:
+    """`elk-opt` running on a hard instance, once it printed `ready` on stderr; and its output."""
     inst, out = tmp_path / "i.json", tmp_path / "out.json"
     save_instance(inst, synthetic_instance(ops=96, plans=4, seed=3, tightness=0.6))
     proc = subprocess.Popen([sys.executable, "-m", "elk_opt.cli", args[0], str(inst), *args[1:],
@@ -171,6 +170,13 @@ def _interrupt(tmp_path: Path, args: list[str], ready: str, after_s: float):
     for line in proc.stderr:
         if ready in line:
             break
+    return proc, out
+
+
+def _interrupt(tmp_path: Path, args: list[str], ready: str, after_s: float):
+    """Run `elk-opt` on a hard instance and SIGINT it `after_s` after it printed `ready` on
+    stderr; returns (exit code, seconds from the signal to the exit, the output's JSON)."""
+    proc, out = _started(tmp_path, args, ready)
     time.sleep(after_s)
     proc.send_signal(signal.SIGINT)
     sent = time.perf_counter()
@@ -244,15 +250,7 @@ def test_sigint_stops_cpsat_under_shared_noc_in_any_phase_with_its_best_plan(tmp
 ])
 def test_sigterm_stops_native_solvers_before_unwinding(tmp_path, args, ready):
     # a process that exits while CP-SAT's threads run aborts ("terminate called ...")
-    inst, out = tmp_path / "i.json", tmp_path / "out.json"
-    save_instance(inst, synthetic_instance(ops=96, plans=4, seed=3, tightness=0.6))
-    proc = subprocess.Popen([sys.executable, "-m", "elk_opt.cli", args[0], str(inst), *args[1:],
-                             "-o", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if ready in line:
-            break
+    proc, out = _started(tmp_path, args, ready)
     time.sleep(3.0)
     proc.send_signal(signal.SIGTERM)
     _out, err = proc.communicate(timeout=120)

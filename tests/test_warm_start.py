@@ -142,15 +142,17 @@ def test_compare_names_the_warm_start_of_exact_rows():
     assert warm["cpsat"]["status"] == cold["cpsat"]["status"] == "optimal"
 
 
-def test_reproduce_keeps_exact_cells_only_for_the_same_start():
+def test_reproduce_keeps_exact_cells_only_for_the_same_start(tmp_path):
+    (tmp_path / "p.plan.json.gz").write_bytes(b"")  # a kept plan: only its presence counts
     cell = ReproCell(model="m", batch=1, kv_len=1, layers=1, cost_model="analytic",
                      setting="separate-noc", timing="separate-noc", method="cpsat",
-                     family="exact", status="optimal", time_limit_s=10, cold=False)
-    assert cell.reusable(10) and not cell.reusable(10, cold=True)
+                     family="exact", status="optimal", time_limit_s=10, cold=False,
+                     plan="p.plan.json.gz")
+    assert cell.reusable(10, tmp_path) and not cell.reusable(10, tmp_path, cold=True)
     heuristic = ReproCell(model="m", batch=1, kv_len=1, layers=1, cost_model="analytic",
                           setting="separate-noc", timing="separate-noc", method="static",
-                          family="heuristic", status="heuristic")
-    assert heuristic.reusable(10, cold=True)
+                          family="heuristic", status="heuristic", plan="p.plan.json.gz")
+    assert heuristic.reusable(10, tmp_path, cold=True)
 
 
 def test_the_gap_study_leaves_the_ilp_out_by_default_only_under_5b():
