@@ -78,7 +78,7 @@ def _shared_fixtures(item: pytest.Item) -> list[str]:
         if not defs:
             continue
         fixture = defs[-1]  # the definition that applies to this item
-        if fixture.scope in SHARED_SCOPES and fixture.has_location:
+        if fixture.scope in SHARED_SCOPES and fixture.baseid:  # "": pytest's or a plugin's
             module = getattr(item, "module", None)
             where = module.__name__ if fixture.scope == "module" and module else fixture.baseid
             keys.append(f"{where}::{name}")
