@@ -25,11 +25,12 @@ pairs R5 allows, as for the Ideal). Each bound is that minimum, maximised over k
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from elk_opt.bounds.ideal import allowed_pairs
-from elk_opt.noc import PORT, exec_use, load_use
-from elk_opt.problem import Instance
+from elk_opt.noc import PORT, PortUse, exec_use, load_use
+from elk_opt.problem import Chip, ExecPlan, Instance, Op, PreloadPlan
 
 
 @dataclass(frozen=True)
@@ -50,15 +51,18 @@ class PairCost:
         return self.load * self.load_demand
 
 
+def pair_uses(op: Op, chip: Chip) -> Iterator[tuple[PreloadPlan, ExecPlan, PortUse, PortUse]]:
+    """Each pair R5 allows for `op`, with its execute's and its load's use of time and port."""
+    for q, p, t in allowed_pairs(op, chip.sram_bytes):
+        yield q, p, exec_use(chip, p, t), load_use(chip, q)
+
+
 def pair_costs(instance: Instance) -> list[list[PairCost]]:
     """Per op, the distinct costs of the pairs R5 allows."""
-    chip = instance.chip
     out = []
     for op in instance.ops:
-        costs = set()
-        for q, p, t in allowed_pairs(op, chip.sram_bytes):
-            run, load = exec_use(chip, p, t), load_use(chip, q)
-            costs.add(PairCost(run.duration_ns, load.duration_ns, run.demand, load.demand))
+        costs = {PairCost(run.duration_ns, load.duration_ns, run.demand, load.demand)
+                 for _q, _p, run, load in pair_uses(op, instance.chip)}
         out.append(sorted(costs, key=lambda c: (c.run, c.load, c.exec_demand, c.load_demand)))
     return out
 

@@ -40,10 +40,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from elk_opt.bounds.cuts import PairCost
+from elk_opt.bounds.cuts import PairCost, pair_uses
 from elk_opt.bounds.fluid import FluidBound, build_fluid
-from elk_opt.bounds.ideal import allowed_pairs
-from elk_opt.noc import exec_use, load_use
 from elk_opt.problem import Instance, Timing
 
 DEFAULT_BAND = 24
@@ -59,14 +57,11 @@ class SpacedCost(PairCost):
 
 def spaced_costs(instance: Instance) -> list[list[SpacedCost]]:
     """Per op, the pairs R5 allows, undominated in every number (times, demands, spaces)."""
-    chip = instance.chip
     out = []
     for op in instance.ops:
-        costs = set()
-        for q, p, t in allowed_pairs(op, chip.sram_bytes):
-            run, load = exec_use(chip, p, t), load_use(chip, q)
-            costs.add(SpacedCost(run.duration_ns, load.duration_ns, run.demand, load.demand,
-                                 q.space_bytes, max(q.space_bytes, p.space_bytes)))
+        costs = {SpacedCost(run.duration_ns, load.duration_ns, run.demand, load.demand,
+                            q.space_bytes, max(q.space_bytes, p.space_bytes))
+                 for q, p, run, load in pair_uses(op, instance.chip)}
         out.append(_undominated(sorted(costs, key=_numbers)))
     return out
 
