@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from elk_opt.errors import UsageError
-from elk_opt.problem import Instance, Plan, Timing
+from elk_opt.problem import ExecOrder, Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
 
 Method = Callable[[Instance, SolveOptions], Plan]
@@ -27,6 +27,8 @@ class MethodInfo:
     default_warm_start: str | None = None  # a method whose plan this one starts from
     # the timings under which studies run it by default (it stays runnable under any)
     default_timings: tuple[Timing, ...] = ("separate-noc", "shared-noc")
+    # the execution orders it can solve in (R2), its default first
+    exec_orders: tuple[ExecOrder, ...] = ("instance",)
 
 
 METHODS: dict[str, MethodInfo] = {
@@ -66,7 +68,19 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None) 
     """Run a method; a warm start it asks for (or has by default) is solved first, within the
     same time limit (the method gets what the warm start left)."""
     run = get_method(method)
-    return run(instance, with_warm_plan(instance, method, options or SolveOptions()))
+    options = with_exec_order(method, options or SolveOptions())
+    return run(instance, with_warm_plan(instance, method, options))
+
+
+def with_exec_order(method: str, options: SolveOptions) -> SolveOptions:
+    """The options with the execution order resolved to one the method solves in."""
+    orders = METHODS[method].exec_orders
+    if options.exec_order is None:
+        return replace(options, exec_order=orders[0])
+    if options.exec_order not in orders:
+        raise UsageError(f"method {method} solves only with --exec-order "
+                         f"{' or '.join(orders)}, not {options.exec_order}")
+    return options
 
 
 

@@ -14,6 +14,9 @@ from typing import Any, Literal
 Topology = Literal["all_to_all", "mesh"]
 Status = Literal["optimal", "feasible", "heuristic"]
 Timing = Literal["separate-noc", "shared-noc"]
+# R2: "instance" executes the ops in the instance's order; "free" may run any topological order
+ExecOrder = Literal["instance", "free"]
+EXEC_ORDERS: tuple[str, ...] = ("instance", "free")
 STATUSES: tuple[str, ...] = ("optimal", "feasible", "heuristic")
 TOPOLOGIES: tuple[str, ...] = ("all_to_all", "mesh")
 TIMINGS: tuple[str, ...] = ("separate-noc", "shared-noc")

@@ -8,7 +8,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from elk_opt.evaluate import evaluate
-from elk_opt.problem import DEFAULT_TIMING, Choice, Claims, Instance, Instr, Plan, Status, Timing
+from elk_opt.problem import (
+    DEFAULT_TIMING,
+    Choice,
+    Claims,
+    ExecOrder,
+    Instance,
+    Instr,
+    Plan,
+    Status,
+    Timing,
+)
 
 
 @dataclass(frozen=True)
@@ -21,6 +31,8 @@ class SolveOptions:
     threads: int | None = None
     seed: int = 0
     timing: Timing = DEFAULT_TIMING  # the semantics the method optimizes and its plan claims
+    # the execution orders the method may choose among (R2); None: the method's own default
+    exec_order: ExecOrder | None = None
     warm_start: str | None = None  # name of the method whose plan is `warm_plan`
     warm_plan: Plan | None = None  # a plan to hint an exact solver with (resolved by the caller)
     verbose: bool = False

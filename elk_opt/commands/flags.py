@@ -17,7 +17,7 @@ from pathlib import Path
 
 from elk_opt.errors import InputError, UsageError
 from elk_opt.io import STDOUT, check_writable
-from elk_opt.problem import DEFAULT_TIMING, TIMINGS
+from elk_opt.problem import DEFAULT_TIMING, EXEC_ORDERS, TIMINGS
 
 
 def _finite(text: str) -> float:
@@ -134,6 +134,13 @@ def add_timing(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timing", choices=TIMINGS, default=DEFAULT_TIMING,
                    help="the semantics every method optimizes and claims: shared-noc "
                         "(docs/spec.md 5b, the default) or separate-noc (section 5)")
+
+
+def add_exec_order(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--exec-order", choices=EXEC_ORDERS, default=None,
+                   help="instance: execute the ops in the instance's order; free: any order "
+                        "the dependencies allow (docs/spec.md R2). Default: the method's own "
+                        "(instance for every method that lists no other)")
 
 
 def add_cold(p: argparse.ArgumentParser) -> None:

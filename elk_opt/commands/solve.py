@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from elk_opt.commands.flags import (
+    add_exec_order,
     add_quiet,
     add_timing,
     nonnegative_int,
@@ -49,6 +50,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threads", type=thread_count, default=None)
     p.add_argument("--seed", type=nonnegative_int, default=0)
     add_timing(p)
+    add_exec_order(p)
     p.add_argument("--warm-start", default=None, metavar="METHOD",
                    help="hint an exact solver with this method's plan")
     p.add_argument("--verbose", action="store_true", help="show solver logs")
@@ -95,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
     options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
                            gap=args.gap, threads=args.threads,
-                           seed=args.seed, timing=args.timing, warm_start=args.warm_start,
+                           seed=args.seed, timing=args.timing, exec_order=args.exec_order,
+                           warm_start=args.warm_start,
                            verbose=args.verbose, progress=not args.quiet,
                            params=parse_params(args.param))
     if not args.quiet:
