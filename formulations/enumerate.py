@@ -5,14 +5,16 @@ instance's order, each `P<j>` anywhere before `E<j>`) depth-first, choosing each
 (preload, execute) pair from all compatible pairs when its preload is placed, and times the
 prefix with section 5's recurrence as it goes. Only prefixes that already end no earlier than
 the best complete program are cut (timing never decreases along a program). Exponential: meant
-for instances of four or five ops.
+for instances of four or five ops. `enumerate_free_optimum` repeats either search (section 5 or
+5b) for every topological order of the ops: the optimum when the order is free (R2).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from elk_opt.problem import Choice, Instance, Instr
+from elk_opt.problem import Choice, Instance, Instr, Timing
+from formulations.reorder import reorder, restore, topological_orders
 
 
 @dataclass(frozen=True)
@@ -266,3 +268,22 @@ def _plan(makespan: int, chosen: list, load_at: dict[int, int], exec_at: list[in
     release.update({("P", j): s for j, s in load_at.items()})
     return SharedBest(makespan, tuple(Choice(exec=a.exec, preload=a.preload) for a in chosen),
                       tuple(program), release)
+
+
+def enumerate_free_optimum(instance: Instance, timing: Timing = "separate-noc"
+                           ) -> SharedBest | None:
+    """The optimum over every execution order R2 allows, under `timing` (None if no plan
+    fits R5): the instance-order search of every reordering of the ops, the best kept (the
+    first order found wins ties). Section 5's plans carry no release times."""
+    best: SharedBest | None = None
+    for order in topological_orders(instance):
+        permuted = reorder(instance, order)
+        found: Best | SharedBest | None = (enumerate_shared_optimum(permuted)
+                                           if timing == "shared-noc"
+                                           else enumerate_optimum(permuted))
+        if found is None or (best is not None and found.makespan_ns >= best.makespan_ns):
+            continue
+        release = found.release_ns if isinstance(found, SharedBest) else {}
+        choice, program, release = restore(order, found.choice, found.program, release)
+        best = SharedBest(found.makespan_ns, choice, program, release)
+    return best
