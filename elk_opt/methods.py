@@ -45,7 +45,8 @@ METHODS: dict[str, MethodInfo] = {
     "ideal": MethodInfo("heuristics.ideal:solve", "bound",
                         "the paper's Ideal roofline as lower_bound_ns (plan: Elk-Full's)"),
     "cpsat": MethodInfo("formulations.cpsat:solve", "exact",
-                        "CP-SAT model of sections 4-5: proven optimum or best plan and bound"),
+                        "CP-SAT model of sections 4-5: proven optimum or best plan and bound",
+                        exec_orders=("instance", "free")),
     "ilp": MethodInfo("formulations.ilp:solve", "exact",
                       "ILP model (PuLP; HiGHS in-process, or solver=NAME: any PuLP solver here)",
                       # under 5b its big-M overlap rows leave HiGHS 20-45x slower than CP-SAT

@@ -4,11 +4,21 @@ import subprocess
 import sys
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elk_opt.errors import UsageError
+from elk_opt.evaluate import evaluate, evaluate_plan
 from elk_opt.methods import METHODS, solve
+from elk_opt.io import plan_to_dict
+from elk_opt.problem import TIMINGS, Claims, Plan
 from elk_opt.solution import SolveOptions
-from tests.tiny import tiny_instance
+from formulations.enumerate import enumerate_free_optimum, enumerate_optimum
+from tests.strategies import random_instances
+from tests.tiny import only_choice, parse, tiny_instance
+from verify import check
+
+SEPARATE = SolveOptions(threads=1, timing="separate-noc")
 
 
 def test_every_method_lists_a_default_order():
@@ -32,3 +42,84 @@ def test_misspelled_exec_order_is_one_line_and_exit_2(tmp_path):
     assert done.returncode == 2
     assert "--exec-order" in done.stderr and "Traceback" not in done.stderr
     assert not (tmp_path / "p.json").exists()
+
+
+SEPARATE_FREE = SolveOptions(threads=1, timing="separate-noc", exec_order="free")
+SHARED_FREE = SolveOptions(threads=1, timing="shared-noc", exec_order="free")
+
+
+def _free_plan_holds(plan) -> int:
+    """A free-order plan passes verify, its claims say free, and optimal means bound met."""
+    report = check(plan_to_dict(plan))
+    assert report.valid, [v.message for v in report.violations]
+    c = plan.claims
+    assert c.params["exec_order"] == "free"
+    assert c.makespan_ns == evaluate_plan(plan).makespan_ns
+    assert (c.status == "optimal") == (c.lower_bound_ns == c.makespan_ns)
+    return c.makespan_ns
+
+
+@settings(max_examples=25, deadline=None)
+@given(random_instances(max_ops=5, max_plans=2))
+def test_cpsat_free_meets_the_exhaustive_search_over_orders_under_section_5(instance):
+    best = enumerate_free_optimum(instance, "separate-noc")
+    plan = solve(instance, "cpsat", SEPARATE_FREE)
+    assert plan.claims.status == "optimal"
+    assert _free_plan_holds(plan) == best.makespan_ns
+    assert best.makespan_ns <= enumerate_optimum(instance).makespan_ns
+
+
+@settings(max_examples=15, deadline=None)
+@given(random_instances(max_ops=3, max_plans=2, noc=True, max_ns=8))
+def test_cpsat_free_meets_the_exhaustive_search_over_orders_under_5b(instance):
+    best = enumerate_free_optimum(instance, "shared-noc")
+    assert evaluate(instance, best.choice, best.program, best.release_ns,
+                    timing="shared-noc").makespan_ns == best.makespan_ns
+    plan = solve(instance, "cpsat", SHARED_FREE)
+    assert plan.claims.status == "optimal"
+    assert _free_plan_holds(plan) == best.makespan_ns
+
+
+@settings(max_examples=15, deadline=None)
+@given(random_instances(max_ops=6, max_plans=3, noc=True), st.sampled_from(TIMINGS))
+def test_free_optimum_is_never_above_the_instance_order_optimum(instance, timing):
+    fixed = solve(instance, "cpsat", SolveOptions(threads=1, timing=timing))
+    free = solve(instance, "cpsat", SolveOptions(threads=1, timing=timing, exec_order="free",
+                                                 warm_plan=fixed, warm_start="cpsat"))
+    assert fixed.claims.params["exec_order"] == "instance"
+    assert _free_plan_holds(free) <= fixed.claims.makespan_ns
+    if free.claims.status == "optimal" and fixed.claims.status == "optimal":
+        assert free.claims.lower_bound_ns <= fixed.claims.lower_bound_ns
+
+
+def test_branching_instance_gains_from_a_free_order():
+    """Two chains that join: running the second chain's first op early hides its load."""
+    instance = tiny_instance([(10, 40, 5, 10, 0), (10, 40, 5, 10, 0), (50, 10, 5, 10, 0),
+                              (5, 10, 30, 10, 0), (5, 10, 5, 10, 0)], sram=100,
+                             inputs=[(), (0,), (), (2,), (1, 3)])
+    fixed = solve(instance, "cpsat", SEPARATE)
+    free = solve(instance, "cpsat", SEPARATE_FREE)
+    best = enumerate_free_optimum(instance)
+    assert _free_plan_holds(free) == best.makespan_ns < fixed.claims.makespan_ns
+
+
+def test_a_plan_that_breaks_a_dependency_is_rejected_with_r2():
+    """Any topological order passes verify; an execute before its input's is R2."""
+    instance = tiny_instance([(10, 5, 20, 10, 0)] * 3, inputs=[(), (0,), ()])
+
+    def rules(program: str, makespan: int) -> set[str]:
+        plan = Plan(instance=instance, choice=tuple(only_choice(instance)),
+                    program=tuple(parse(program)),
+                    claims=Claims(method="test", status="feasible", makespan_ns=makespan),
+                    timing="separate-noc")
+        return {v.rule for v in check(plan_to_dict(plan)).violations}
+
+    # loads 10 ns each back to back, executes 20 ns each from the first load's end
+    assert rules("P2 P0 P1 E2 E0 E1", 70) == set()
+    assert rules("P1 P0 P2 E1 E0 E2", 70) == {"R2"}
+
+
+def test_free_order_refuses_restrictions_with_one_line():
+    instance = tiny_instance([(10, 5, 20, 10, 0)] * 2)
+    with pytest.raises(UsageError, match="--exec-order instance"):
+        solve(instance, "cpsat", SolveOptions(exec_order="free", params={"window": 1}))
