@@ -20,9 +20,9 @@ from itertools import combinations
 
 from ortools.sat.python import cp_model
 
+from elk_opt.evaluate import evaluate
 from elk_opt.problem import Choice, Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
-from elk_opt.evaluate import evaluate
 from formulations.common import (
     ModelTimes,
     Pair,
@@ -238,12 +238,30 @@ def build(instance: Instance, restrict: Restrictions,
     else:
         makespan = m.new_int_var(0, big, "makespan")
         m.add_max_equality(makespan, exec_end)
+        _order_free_cuts(m, pairs, pick, exec_start, exec_end, load_len, shared, makespan)
     if lower is not None:
         m.add(makespan >= lower)
     m.minimize(makespan)
     aux = {"end": load_end, "len": load_len, "on": load_on, "pend": pend}
     return CpsatModel(m, pairs, pick, issued, load_start, exec_start, exec_end, makespan, aux,
                       timing=timing, exec_len=exec_len, port=port, order=order)
+
+
+def _order_free_cuts(m: cp_model.CpModel, pairs: list[list[Pair]],
+                     pick: list[list[cp_model.IntVar]], exec_start: list[cp_model.IntVar],
+                     exec_end: list[cp_model.IntVar], load_len: dict[int, cp_model.IntVar],
+                     shared: bool, makespan: cp_model.IntVar) -> None:
+    """For the LP of the free-order model (which lacks `cpsat_port._cover`'s running sums):
+    the executes are serial, so the makespan is at least their lengths' sum, and under 5b
+    the port does at most 1000 permille of work per ns, so 1000 x makespan is at least every
+    load's and execute's port work (both hold in every order)."""
+    m.add(makespan >= sum(e - s for s, e in zip(exec_start, exec_end, strict=True)))
+    if not shared:
+        return
+    work = sum(a.run_ns * a.run_d * b + (a.load_ns * a.load_d * b if j in load_len else 0)
+               for j, (ps, row) in enumerate(zip(pairs, pick, strict=True))
+               for a, b in zip(ps, row, strict=True))
+    m.add(1000 * makespan >= work)
 
 
 def _lengths(ps: Sequence[Pair], attr: str, demand: str) -> cp_model.Domain:

@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate, evaluate_plan
-from elk_opt.methods import METHODS, solve
 from elk_opt.io import plan_to_dict
+from elk_opt.methods import METHODS, solve
 from elk_opt.problem import TIMINGS, Claims, Plan
 from elk_opt.solution import SolveOptions
 from formulations.enumerate import enumerate_free_optimum, enumerate_optimum
