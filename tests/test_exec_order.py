@@ -9,6 +9,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from elk_opt.bounds.cheap import cheap_bounds
+from elk_opt.bounds.cuts import (
+    hbm_cut_any_bound,
+    hbm_cut_bound,
+    port_cut_any_bound,
+    port_cut_bound,
+)
 from elk_opt.cli import main
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate, evaluate_plan
@@ -204,3 +211,38 @@ def test_free_order_refuses_restrictions_with_one_line():
     instance = tiny_instance([(10, 5, 20, 10, 0)] * 2)
     with pytest.raises(UsageError, match="--exec-order instance"):
         solve(instance, "cpsat", SolveOptions(exec_order="free", params={"window": 1}))
+
+
+@settings(max_examples=25, deadline=None)
+@given(random_instances(max_ops=5, max_plans=2))
+def test_any_order_cuts_never_exceed_the_free_optimum_under_section_5(instance):
+    best = enumerate_free_optimum(instance, "separate-noc").makespan_ns
+    assert hbm_cut_any_bound(instance) <= best
+    assert max(cheap_bounds(instance, "separate-noc", any_order=True).values()) <= best
+
+
+@settings(max_examples=15, deadline=None)
+@given(random_instances(max_ops=3, max_plans=2, noc=True, max_ns=8))
+def test_any_order_cuts_never_exceed_the_free_optimum_under_5b(instance):
+    best = enumerate_free_optimum(instance, "shared-noc").makespan_ns
+    assert max(hbm_cut_any_bound(instance), port_cut_any_bound(instance)) <= best
+
+
+def test_any_order_cuts_equal_the_instance_cuts_on_a_chain():
+    chain = tiny_instance([(10, 5, 20, 10, 0), (30, 5, 10, 10, 2), (5, 5, 5, 10, 0)])
+    assert hbm_cut_any_bound(chain) == hbm_cut_bound(chain)
+    assert port_cut_any_bound(chain) == port_cut_bound(chain)
+
+
+def test_bound_command_in_free_order_lists_only_bounds_for_every_order(tmp_path, capsys):
+    path = tmp_path / "instance.json"
+    save_instance(path, tiny_instance([(10, 40, 5, 10, 0), (10, 40, 5, 10, 0),
+                                       (50, 10, 5, 10, 0), (5, 10, 30, 10, 0),
+                                       (5, 10, 5, 10, 0)], sram=100,
+                                      inputs=[(), (0,), (), (2,), (1, 3)]))
+    out = tmp_path / "bounds.json"
+    assert main(["bound", str(path), "--exec-order", "free", "-o", str(out), "--quiet"]) == 0
+    rows = json.loads(out.read_text())["bounds"]
+    assert {r["bound"] for r in rows} == {"ideal", "hbm-cut-any", "port-total", "port-cut-any"}
+    assert {r["order"] for r in rows} == {"any"}
+    assert "every execution order" in capsys.readouterr().out
