@@ -95,14 +95,6 @@ def build(instance: Instance, restrict: Restrictions,
     def lowest(j: int) -> int:
         return fixed[j][1] if j in fixed else restrict.slot_low(j)
 
-    exec_start = [m.new_int_var(0, big, f"es{i}") for i in range(n)]
-    exec_end = [m.new_int_var(0, big, f"ee{i}") for i in range(n)]
-    order = add_order(m, instance, exec_start, exec_end) if free else None
-    found = candidates(pairs, lowest, deadline,
-                       order.may_precede if order is not None else None) if shared else []
-    stretch_load = {c.load for c in found if c.load_loses}
-    stretch_exec = {c.exec for c in found if c.exec_loses}
-
     pick: list[list[cp_model.IntVar]] = []
     for j, ps in enumerate(pairs):
         row = [m.new_bool_var(f"pick{j}_{k}") for k in range(len(ps))]
@@ -114,6 +106,13 @@ def build(instance: Instance, restrict: Restrictions,
     def total(j: int, attr: str) -> cp_model.LinearExprT:
         return sum(getattr(a, attr) * b for a, b in zip(pairs[j], pick[j], strict=True))
 
+    exec_start = [m.new_int_var(0, big, f"es{i}") for i in range(n)]
+    exec_end = [m.new_int_var(0, big, f"ee{i}") for i in range(n)]
+    order = add_order(m, instance, exec_start, exec_end) if free else None
+    found = candidates(pairs, lowest, deadline,
+                       order.may_precede if order is not None else None) if shared else []
+    stretch_load = {c.load for c in found if c.load_loses}
+    stretch_exec = {c.exec for c in found if c.exec_loses}
     exec_len: dict[int, cp_model.IntVar] = {}
     for i in range(n):
         deadline.check()
