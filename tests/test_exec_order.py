@@ -246,3 +246,12 @@ def test_bound_command_in_free_order_lists_only_bounds_for_every_order(tmp_path,
     assert {r["bound"] for r in rows} == {"ideal", "hbm-cut-any", "port-total", "port-cut-any"}
     assert {r["order"] for r in rows} == {"any"}
     assert "every execution order" in capsys.readouterr().out
+
+
+def test_export_of_a_free_order_model_is_refused_with_one_line(tmp_path, capsys):
+    path = tmp_path / "instance.json"
+    save_instance(path, tiny_instance([(10, 5, 20, 10, 0)] * 2))
+    assert main(["solve", str(path), "--method", "cpsat", "--exec-order", "free",
+                 "--export", str(tmp_path / "m.pb.txt")]) == 2
+    assert "--exec-order" in capsys.readouterr().err
+    assert not (tmp_path / "m.pb.txt").exists()
