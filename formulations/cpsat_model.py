@@ -141,7 +141,7 @@ def build(instance: Instance, restrict: Restrictions,
             issued.update({(j, i): lit for i, lit in
                            add_issue(m, order, j, start, exec_end).items()})
         prev = None
-        for i in range(low, j if order is None else low):
+        for i in range(low, j) if order is None else ():  # free: `add_issue` made them
             lit = m.new_bool_var(f"issued{j}_{i}")
             issued[j, i] = lit
             m.add(start >= exec_end[i]).only_enforce_if(~lit)
