@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from elk_opt.errors import UsageError
 from elk_opt.frontend.chips import DEFAULT_CHIP
-from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Chip, Instance, Plan, Timing
+from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Chip, ExecOrder, Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
 
 if TYPE_CHECKING:
@@ -246,7 +246,7 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops:
           fluid_time_s: float = 120.0, fluid_sram_max_ops: int = 600, window: int = 12,
           window_time_s: float = 2.0, layers: int = 1, layers_time_s: float = 10.0,
           lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
-          progress: bool = False) -> dict[str, Any]:
+          progress: bool = False, exec_order: ExecOrder = "instance") -> dict[str, Any]:
     """Lower bounds on every plan's makespan under `timing`, as `elk-opt bound -o` writes them:
     `{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note"}], "best"}`.
@@ -257,7 +257,8 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops:
     bound (`window` ops per window, 0 to skip; `window_time_s` of CP-SAT each) and the layer
     windows under `timing` (`layers` decoder layers each, 0 to skip; `layers_time_s` of CP-SAT
     per distinct window); each row says for which timings and execution orders it holds.
-    `progress`: say on stderr which bound runs, and each window's.
+    `progress`: say on stderr which bound runs, and each window's. `exec_order="free"`: only
+    the bounds that hold for every execution order (R2).
     """
     from elk_opt.bounds.run_all import lower_bounds
 
@@ -266,7 +267,7 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops:
                         window=window, window_time_s=window_time_s, layers=layers,
                         layers_time_s=layers_time_s,
                         lp_max_ops=lp_max_ops, lp_time_s=lp_time_s, threads=threads,
-                        progress=progress)
+                        progress=progress, exec_order=exec_order)
 
 
 def certify(instance_or_plan: Instance | Plan, *, timing: Timing | None = None,

@@ -3,7 +3,8 @@
 The logic of `elk-opt compare` (which prints these rows) and of `elk_opt.compare`. The Ideal
 roofline comes first, as a row of its own: it is a lower bound, not a schedule. Exact methods
 start from the best heuristic plan (`elk_opt.warm`; the heuristics already run are reused)
-unless `cold`.
+unless `cold`. Every method solves in `options.exec_order` (each must list it; None: each its
+own default, recorded per row).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate_plan
 from elk_opt.interrupts import sigint_restored
 from elk_opt.io import plan_to_dict
-from elk_opt.methods import METHODS, solve
+from elk_opt.methods import METHODS, solve, solving_in, with_exec_order
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from elk_opt.warm import warm_options
@@ -39,6 +40,7 @@ def compare_plans(instance: Instance, methods: list[str], options: SolveOptions,
             raise UsageError(f"unknown method {m!r}; choose from {', '.join(METHODS)}")
         if METHODS[m].family == "bound":
             raise UsageError(f"{m} is a bound, always shown as the Ideal row")
+    solving_in(methods, options.exec_order, named=True)
     started = time.perf_counter()
     bound = ideal_bound(instance)
     rows = [{"method": "ideal", "makespan_ns": bound, "valid": None, "wall_s":
@@ -48,7 +50,8 @@ def compare_plans(instance: Instance, methods: list[str], options: SolveOptions,
         if progress:
             print(f"  {m}...", file=sys.stderr, flush=True)
         with sigint_restored():
-            chosen = warm_options(instance, m, options, cold=cold, plans=plans)
+            chosen = warm_options(instance, m, with_exec_order(m, options), cold=cold,
+                                  plans=plans)
             plan = solve(instance, m, chosen)
         assert plan.claims is not None
         plans[m] = plan
@@ -56,7 +59,8 @@ def compare_plans(instance: Instance, methods: list[str], options: SolveOptions,
         schedule = evaluate_plan(plan)
         counts = schedule.preload_count
         rows.append({"method": m, "makespan_ns": plan.claims.makespan_ns,
-                     "status": plan.claims.status, "valid": report.valid,
+                     "status": plan.claims.status, "exec_order": chosen.exec_order,
+                     "valid": report.valid,
                      "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3),
                      "max_preload_count": max(counts, default=0),
                      "peak_sram_bytes": schedule.peak_sram_bytes,

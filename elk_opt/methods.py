@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
@@ -45,7 +45,8 @@ METHODS: dict[str, MethodInfo] = {
     "ideal": MethodInfo("heuristics.ideal:solve", "bound",
                         "the paper's Ideal roofline as lower_bound_ns (plan: Elk-Full's)"),
     "cpsat": MethodInfo("formulations.cpsat:solve", "exact",
-                        "CP-SAT model of sections 4-5: proven optimum or best plan and bound"),
+                        "CP-SAT model of sections 4-5: proven optimum or best plan and bound",
+                        exec_orders=("instance", "free")),
     "ilp": MethodInfo("formulations.ilp:solve", "exact",
                       "ILP model (PuLP; HiGHS in-process, or solver=NAME: any PuLP solver here)",
                       # under 5b its big-M overlap rows leave HiGHS 20-45x slower than CP-SAT
@@ -83,6 +84,30 @@ def with_exec_order(method: str, options: SolveOptions) -> SolveOptions:
     return options
 
 
+
+def solving_in(methods: Sequence[str], exec_order: ExecOrder | None, *, named: bool
+               ) -> list[str]:
+    """The methods a study runs with `--exec-order exec_order`: those that solve in it, and
+    bounds (they hold for a plan in any order or say which order they cover). Methods the
+    user named (`named`) that cannot are refused with one line; a default list just drops
+    them (the caller says which: `skipped_for_order`)."""
+    if exec_order is None:
+        return list(methods)
+    cannot = skipped_for_order(methods, exec_order)
+    if cannot and named:
+        raise UsageError(f"--exec-order {exec_order}: {', '.join(cannot)} cannot solve in "
+                         "that order (each solves only in "
+                         f"{', '.join(sorted({o for m in cannot for o in METHODS[m].exec_orders}))}"
+                         "); leave them out of the methods or drop --exec-order")
+    return [m for m in methods if m not in cannot]
+
+
+def skipped_for_order(methods: Sequence[str], exec_order: ExecOrder | None) -> list[str]:
+    """The methods (bounds aside) that do not list `exec_order` among theirs."""
+    if exec_order is None:
+        return []
+    return [m for m in methods if m in METHODS and METHODS[m].family != "bound"
+            and exec_order not in METHODS[m].exec_orders]
 
 
 def with_warm_plan(instance: Instance, method: str, options: SolveOptions) -> SolveOptions:

@@ -1,6 +1,7 @@
 """What both exact models share: the decision space, its optional restrictions, and decoding.
 
-Both models keep the instance's execution order (rule R2's default) and decide, per op j, one
+Both models keep the instance's execution order (rule R2's default; the CP-SAT model may
+free it, `cpsat_order`) and decide, per op j, one
 compatible (preload, execute) pair, the execute position `slot[j]` its preload is issued
 before (0 <= slot[j] <= j) and, through start times, the preload order on the HBM. Timing is
 the max-plus recurrence of docs/spec.md section 5 written as `>=` constraints:
@@ -67,6 +68,7 @@ class ModelTimes:
     load_end: list[int]
     exec_start: list[int]
     exec_end: list[int]
+    order: tuple[int, ...] | None = None  # the execution order; None: the instance's
 
 
 @dataclass(frozen=True)
@@ -94,9 +96,10 @@ class Restrictions:
                 raise UsageError(f"{name} must be a non-negative integer, got {value!r}")
         return cls(window=window, fifo=bool(params.get("fifo", False)), max_pending=cap)
 
-    def claims(self) -> dict[str, Any]:
-        """What goes into `claims.params`: the fixed execution order and every restriction."""
-        out: dict[str, Any] = {"exec_order": "instance"}
+    def claims(self, exec_order: str = "instance") -> dict[str, Any]:
+        """What goes into `claims.params`: the execution order solved in and every
+        restriction."""
+        out: dict[str, Any] = {"exec_order": exec_order}
         out.update({k: v for k, v in asdict(self).items() if v not in (None, False)})
         return out
 
@@ -183,26 +186,30 @@ def horizon(pairs: Sequence[Sequence[Pair]]) -> int:
 
 
 def decode_program(load_start: Sequence[int], load_ns: Sequence[int],
-                   exec_end: Sequence[int]) -> tuple[Instr, ...]:
+                   exec_end: Sequence[int],
+                   exec_order: Sequence[int] | None = None) -> tuple[Instr, ...]:
     """A program whose as-soon-as-possible replay is no later than the model's times.
 
-    Each preload is issued before the latest execute position b <= j whose predecessor has
-    ended by the load's start (zero-time loads just before their own execute), and preloads
-    issued at one position are ordered by start. Then every precedence of the program holds
-    in the model's times (a load issued at an earlier position than another also started
-    earlier), so the replay is pointwise no later; the pending sets only shrink, so R5 holds.
+    Executes run in `exec_order` (default: the instance's). Each preload is issued before the
+    latest execute position b <= its own execute's whose predecessor has ended by the load's
+    start (zero-time loads just before their own execute), and preloads issued at one
+    position are ordered by start. Then every precedence of the program holds in the model's
+    times (a load issued at an earlier position than another also started earlier), so the
+    replay is pointwise no later; the pending sets only shrink, so R5 holds.
     """
     n = len(exec_end)
+    execs = list(range(n)) if exec_order is None else list(exec_order)
+    position = {op: k for k, op in enumerate(execs)}
     slot = []
     for j in range(n):
-        b = j
+        b = position[j]
         if load_ns[j] > 0:
-            while b > 0 and exec_end[b - 1] > load_start[j]:
+            while b > 0 and exec_end[execs[b - 1]] > load_start[j]:
                 b -= 1
         slot.append(b)
     order = sorted(range(n), key=lambda j: (slot[j], load_start[j] if load_ns[j] else 0, j))
     issued = [slot[j] for j in order]
-    return program_from_issue(order, issued, list(range(n)))
+    return program_from_issue(order, issued, execs)
 
 
 @dataclass(frozen=True)
@@ -212,25 +219,32 @@ class Warm:
     choice: list[Choice]
     slot: list[int]  # per op: how many executes precede its preload in the program
     schedule: Schedule  # under the timing the model is built for
+    order: tuple[int, ...] = ()  # the plan's execution order
 
 
 def decode(instance: Instance, times: ModelTimes) -> tuple[Instr, ...]:
     """The program of a model solution (`decode_program` with the chosen load times)."""
     load_ns = [instance.ops[j].preload_by_id[c.preload].load_ns
                for j, c in enumerate(times.choice)]
-    return decode_program(times.load_start, load_ns, times.exec_end)
+    return decode_program(times.load_start, load_ns, times.exec_end, times.order)
 
 
 def warm_decisions(instance: Instance, plan: Plan | None,
-                   timing: Timing = "separate-noc") -> Warm | None:
+                   timing: Timing = "separate-noc", free: bool = False) -> Warm | None:
     """The choice, issue slots and schedule of a warm-start plan, if the models can use it.
 
-    Usable when it is for this instance's ops and executes in the instance's order.
+    Usable when it is for this instance's ops and executes in the instance's order (with
+    `free`, in any order the dependencies allow).
     """
     if plan is None or len(plan.choice) != len(instance.ops):
         return None
     execs = [j for kind, j in plan.program if kind == "E"]
-    if execs != list(range(len(instance.ops))):
+    if sorted(execs) != list(range(len(instance.ops))):
+        return None
+    position = {op: k for k, op in enumerate(execs)}
+    if not free and execs != list(range(len(instance.ops))):
+        return None
+    if any(position[p] > position[i] for i, op in enumerate(instance.ops) for p in op.inputs):
         return None
     slot = [0] * len(execs)
     done = 0
@@ -240,7 +254,7 @@ def warm_decisions(instance: Instance, plan: Plan | None,
         else:
             slot[j] = done
     schedule = evaluate(instance, plan.choice, plan.program, plan.release_ns, timing=timing)
-    return Warm(list(plan.choice), slot, schedule)
+    return Warm(list(plan.choice), slot, schedule, tuple(execs))
 
 
 def ceil_integer(value: float) -> int:
@@ -261,12 +275,13 @@ def integer_bound(value: float, makespan: int) -> int:
 
 def fallback(instance: Instance, warm: Plan | None, method: str, started: float,
              bound: float | None, params: Mapping[str, Any], timing: Timing,
-             source: str = "warm start") -> Plan | None:
+             source: str = "warm start", free: bool = False) -> Plan | None:
     """The warm-start plan, claimed with the solver's bound, when the solver found nothing.
 
-    Only if it fits SRAM; its params say whose plan it is (`source`), not the solver's.
+    Only if it fits SRAM (and executes in an order the model solved in: the instance's, or
+    with `free` any); its params say whose plan it is (`source`), not the solver's.
     """
-    if warm is None or warm_decisions(instance, warm) is None:
+    if warm is None or warm_decisions(instance, warm, free=free) is None:
         return None
     schedule = evaluate(instance, warm.choice, warm.program, warm.release_ns, timing=timing)
     if schedule.peak_sram_bytes > instance.chip.sram_bytes:

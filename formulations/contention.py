@@ -21,7 +21,7 @@ port time. Demands enter through one literal per distinct demand value of an op'
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from elk_opt.noc import shares
@@ -49,7 +49,8 @@ class Combo:
 
 @dataclass(frozen=True)
 class Candidate:
-    """A load j and an execute i < j that may overlap and lose port time."""
+    """A load j and an execute i (i < j in the instance's order) that may overlap and lose
+    port time."""
 
     load: int
     exec: int
@@ -65,8 +66,10 @@ class Candidate:
 
 
 def candidates(pairs: Sequence[Sequence[Pair]], lowest_slot: Callable[[int], int],
-               deadline: Deadline = NO_DEADLINE) -> list[Candidate]:
-    """Every (load j, execute i) with lowest_slot(j) <= i < j whose demands can contend
+               deadline: Deadline = NO_DEADLINE,
+               execs: Callable[[int], Iterable[int]] | None = None) -> list[Candidate]:
+    """Every (load j, execute i) with lowest_slot(j) <= i < j (or i in `execs(j)`, the
+    executes load j can overlap in a free execution order) whose demands can contend
     (quadratic in ops: `deadline` is checked once per load)."""
     out = []
     for j, ps in enumerate(pairs):
@@ -74,7 +77,7 @@ def candidates(pairs: Sequence[Sequence[Pair]], lowest_slot: Callable[[int], int
         load_ds = sorted({a.load_d for a in ps if a.load_ns and a.load_d})
         if not load_ds:
             continue
-        for i in range(lowest_slot(j), j):
+        for i in range(lowest_slot(j), j) if execs is None else execs(j):
             exec_ds = sorted({a.run_d for a in pairs[i] if a.run_ns and a.run_d})
             combos = tuple(Combo(dl, de, *losses(dl, de)) for dl in load_ds for de in exec_ds
                            if sum(losses(dl, de)))

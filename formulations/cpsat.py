@@ -35,6 +35,7 @@ from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, so
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.model_map import VariableMap, pick_map
+from formulations.reorder import reorder, restore
 from formulations.replay import replay_shared
 
 
@@ -64,14 +65,26 @@ def prepare(instance: Instance, options: SolveOptions, started: float | None = N
     re-timing of the start plans); OutOfTime when `deadline` passes first."""
     started = time.perf_counter() if started is None else started
     restrict = Restrictions.from_params(options.params)
+    if _free(options) and restrict != Restrictions():
+        raise UsageError("window, fifo and max_pending restrict the instance's order: "
+                         "use them with --exec-order instance")
     if options.timing == "shared-noc":
         return _prepare_shared(instance, options, restrict, started, deadline)
-    cm = build(instance, restrict, deadline=deadline)
+    cm = build(instance, restrict, deadline=deadline, free=_free(options))
     add_hint(cm, instance, options.warm_plan)
-    params = {**restrict.claims(), "solver": "cp-sat"}
+    params = {**_claims(restrict, options), "solver": "cp-sat"}
     if options.warm_start and cm.hinted:
         params["warm_start"] = options.warm_start
     return Prepared(cm, params, options)
+
+
+def _free(options: SolveOptions) -> bool:
+    """Whether the model chooses the execution order too (R2); None means the instance's."""
+    return options.exec_order == "free"
+
+
+def _claims(restrict: Restrictions, options: SolveOptions) -> dict:
+    return restrict.claims("free" if _free(options) else "instance")
 
 
 def variable_map(cm: CpsatModel) -> VariableMap:
@@ -110,7 +123,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         bound = solver.best_objective_bound if status == cp_model.UNKNOWN else None
         plan = fallback(instance, options.warm_plan, "cpsat", started, bound, params,
-                        options.timing)
+                        options.timing, free=_free(options))
         if plan is not None:
             return plan
         raise _nothing_found(options)
@@ -136,8 +149,9 @@ def _not_built(instance: Instance, options: SolveOptions, restrict: Restrictions
     """The warm start when the time limit (or a SIGINT) came before a model was built; else
     say so."""
     plan = fallback(instance, options.warm_plan, "cpsat", started, None,
-                    {**restrict.claims(), "solver": "cp-sat", "solver_status":
-                     f"{_stop_reason()} before the model was built"}, options.timing)
+                    {**_claims(restrict, options), "solver": "cp-sat", "solver_status":
+                     f"{_stop_reason()} before the model was built"}, options.timing,
+                    free=_free(options))
     if plan is not None:
         return plan
     if stop_requested():
@@ -167,7 +181,7 @@ def _section5(instance: Instance, options: SolveOptions, restrict: Restrictions,
               started: float, deadline: Deadline) -> Section5:
     """Solve the section-5 model first: it is small and fast, its bound holds under 5b
     (sharing only slows) and its plan is a good 5b start."""
-    cm = build(instance, restrict, deadline=deadline)
+    cm = build(instance, restrict, deadline=deadline, free=_free(options))
     add_hint(cm, instance, options.warm_plan)
     left = remaining(options.time_limit_s, started)
     solver = solver_for(replace(options, verbose=False),
@@ -194,13 +208,15 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
     A start plan made for section 5 (or by a heuristic) often lets loads run beside
     port-heavy executes; the 5b model with its discrete decisions fixed finds the releases
     that avoid that, quickly (only times are free); when nothing better is found in time, the
-    plan's own 5b timing. None if the plan does not execute in the instance's order, or
-    breaks R5 or the restrictions.
+    plan's own 5b timing. None if the plan does not execute in the instance's order (in free
+    order: in one the dependencies allow), or breaks R5 or the restrictions.
     """
-    warm = warm_decisions(instance, plan, "shared-noc")
+    warm = warm_decisions(instance, plan, "shared-noc", free=_free(options))
     if warm is None or warm.schedule.peak_sram_bytes > instance.chip.sram_bytes:
         return None
     assert plan is not None
+    if list(warm.order) != list(range(len(instance.ops))):
+        return _retimed_in_order(instance, plan, warm.order, options, started, deadline)
     pairs = feasible_pairs(instance, "shared-noc")
     fixed = {j: (hint_index(instance, j, c, pairs[j], "shared-noc"), warm.slot[j])
              for j, c in enumerate(warm.choice)}
@@ -228,6 +244,26 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
                      timing="shared-noc", release_ns=release)
 
 
+def _retimed_in_order(instance: Instance, plan: Plan, order: tuple[int, ...],
+                      options: SolveOptions, started: float, deadline: Deadline) -> Plan | None:
+    """`_retimed` for a plan in another execution order: re-timed as an instance-order plan
+    of the instance renumbered into that order (`formulations.reorder`), then mapped back."""
+    inverse = [0] * len(order)
+    for k, op in enumerate(order):
+        inverse[op] = k
+    permuted = reorder(instance, order)
+    choice, program, release = restore(inverse, plan.choice, plan.program, plan.release_ns)
+    local = make_plan(permuted, choice, program, method="cpsat", started=started,
+                      timing="shared-noc", release_ns=release)
+    done = _retimed(permuted, Restrictions(), local, replace(options, exec_order="instance"),
+                    started, deadline)
+    if done is None:
+        return None
+    choice, program, release = restore(order, done.choice, done.program, done.release_ns)
+    return make_plan(instance, choice, program, method="cpsat", started=started,
+                     timing="shared-noc", release_ns=release)
+
+
 class _Cut(Exception):
     """Under 5b the deadline (or a SIGINT) came after the section-5 solve: what it found, and
     the starts re-timed so far, are the answer."""
@@ -244,12 +280,12 @@ def _cut_short(instance: Instance, options: SolveOptions, restrict: Restrictions
         [*((p, "a start re-timed under 5b") for p in cut.starts),
          (cut.five.plan, "the section-5 model's plan"), (options.warm_plan, "warm start")])
         if p is not None and p.claims is not None]
-    params = {**restrict.claims(), "solver": "cp-sat", "model_timing": "shared-noc",
+    params = {**_claims(restrict, options), "solver": "cp-sat", "model_timing": "shared-noc",
               "section5_bound_ns": cut.five.bound,
               "solver_status": f"{_stop_reason()} before the 5b model was solved"}
     _m, _k, best, source = min(found, key=lambda x: x[:2]) if found else (0, 0, None, "")
     plan = fallback(instance, best, "cpsat", started, cut.five.bound, params, "shared-noc",
-                    source)
+                    source, free=_free(options))
     if plan is not None:
         return plan
     return _not_built(instance, options, restrict, started)
@@ -269,16 +305,17 @@ def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restric
         # Re-timed by the restricted model, each start obeys the restrictions: it bounds the
         # restricted optimum from above.
         upper = best.claims.makespan_ns if best is not None else None
-        fluid = _fluid(instance, options, started)
+        # the fluid LP holds for the instance's order only
+        fluid = None if _free(options) else _fluid(instance, options, started)
         floor = max((b for b in (five.bound, fluid) if b is not None), default=None)
         if floor is not None and upper is not None and floor > upper:
             raise AssertionError(f"cpsat: lower bound {floor} above a plan's makespan {upper}")
         cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=floor,
-                   deadline=deadline)
+                   deadline=deadline, free=_free(options))
     except OutOfTime:
         raise _Cut(five, retimed) from None
     add_hint(cm, instance, best)
-    params = {**restrict.claims(), "solver": "cp-sat", "model_timing": "shared-noc",
+    params = {**_claims(restrict, options), "solver": "cp-sat", "model_timing": "shared-noc",
               "section5_bound_ns": five.bound, "fluid_bound_ns": fluid}
     if options.warm_start and best is not None and best is warm:
         params["warm_start"] = options.warm_start
@@ -324,7 +361,7 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
             bounds.append(ceil_integer(solver.best_objective_bound))
         plan = fallback(instance, best, "cpsat", started, max(bounds, default=None), params,
                         "shared-noc", "warm start, re-timed" if best is warm else
-                        "the section-5 model's plan, re-timed")
+                        "the section-5 model's plan, re-timed", free=_free(options))
         if plan is not None:
             return plan
         raise _nothing_found(options)

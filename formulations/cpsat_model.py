@@ -3,7 +3,8 @@
 Per op: one Boolean per undominated compatible pair (exactly one true); issue literals
 `issued[j, i]` = "P<j> comes before E<i>" for i < j, monotone in i (their prefix form is the
 slot); an optional HBM interval for the load (absent when the chosen pair loads nothing), all
-loads in one no-overlap so the preload order is free; executes chained in the instance's order.
+loads in one no-overlap so the preload order is free; executes chained in the instance's order,
+or with `free=True` in any order the dependencies allow (`cpsat_order`).
 Rule R5 is one linear row per execute over the pending-space variables of the later ops.
 Under section 5b (`timing="shared-noc"`) lengths are variables no shorter than the durations,
 and `cpsat_port` charges overlapping loads and executes their port losses exactly (see
@@ -19,6 +20,7 @@ from itertools import combinations
 
 from ortools.sat.python import cp_model
 
+from elk_opt.evaluate import evaluate
 from elk_opt.problem import Choice, Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
 from formulations.common import (
@@ -32,6 +34,7 @@ from formulations.common import (
     warm_decisions,
 )
 from formulations.contention import candidates, stretch_limit
+from formulations.cpsat_order import FreeOrder, add_issue, add_order
 from formulations.cpsat_port import PortVars, Span, add_port, hint_port
 from formulations.deadline import NO_DEADLINE, Deadline
 from formulations.replay import hinted_schedule
@@ -54,6 +57,7 @@ class CpsatModel:
     timing: Timing = "separate-noc"
     exec_len: dict[int, cp_model.IntVar] = field(default_factory=dict)  # 5b: stretched ones
     port: PortVars | None = None  # 5b: the port layer
+    order: FreeOrder | None = None  # free execution order: positions and order literals
 
 
 def build(instance: Instance, restrict: Restrictions,
@@ -61,7 +65,7 @@ def build(instance: Instance, restrict: Restrictions,
           pairs: list[list[Pair]] | None = None, free_first: bool = False,
           chain: Sequence[int] = (), timing: Timing = "separate-noc",
           upper: int | None = None, lower: int | None = None,
-          deadline: Deadline = NO_DEADLINE) -> CpsatModel:
+          deadline: Deadline = NO_DEADLINE, free: bool = False) -> CpsatModel:
     """Build the model; `fixed[j] = (pair index, slot)` pins op j's decisions and `chain`
     lists ops whose loads keep that order on the HBM (both used by polish).
 
@@ -69,11 +73,14 @@ def build(instance: Instance, restrict: Restrictions,
     take no time (they happened before the window began). `timing` is the semantics
     modelled; `upper` and `lower` bound the makespan (a known plan's makespan and a known
     lower bound: every optimal schedule stays feasible). Raises OutOfTime when `deadline`
-    passes first (checked once per op in the loops).
+    passes first (checked once per op in the loops). `free`: the executes may run in any
+    order the dependencies allow (R2), without restrictions, pins or chains.
     """
     shared = timing == "shared-noc"
     if shared and free_first:
         raise ValueError("free_first is a section-5 relaxation")
+    if free and (fixed or chain or free_first or restrict != Restrictions()):
+        raise ValueError("the free-order model takes no restrictions, pins or chains")
     pairs = pairs if pairs is not None else feasible_pairs(instance, timing)
     fixed = fixed or {}
     n = len(pairs)
@@ -88,10 +95,6 @@ def build(instance: Instance, restrict: Restrictions,
     def lowest(j: int) -> int:
         return fixed[j][1] if j in fixed else restrict.slot_low(j)
 
-    found = candidates(pairs, lowest, deadline) if shared else []
-    stretch_load = {c.load for c in found if c.load_loses}
-    stretch_exec = {c.exec for c in found if c.exec_loses}
-
     pick: list[list[cp_model.IntVar]] = []
     for j, ps in enumerate(pairs):
         row = [m.new_bool_var(f"pick{j}_{k}") for k in range(len(ps))]
@@ -105,6 +108,11 @@ def build(instance: Instance, restrict: Restrictions,
 
     exec_start = [m.new_int_var(0, big, f"es{i}") for i in range(n)]
     exec_end = [m.new_int_var(0, big, f"ee{i}") for i in range(n)]
+    order = add_order(m, instance, exec_start, exec_end) if free else None
+    found = candidates(pairs, lowest, deadline,
+                       order.may_precede if order is not None else None) if shared else []
+    stretch_load = {c.load for c in found if c.load_loses}
+    stretch_exec = {c.exec for c in found if c.exec_loses}
     exec_len: dict[int, cp_model.IntVar] = {}
     for i in range(n):
         deadline.check()
@@ -115,7 +123,7 @@ def build(instance: Instance, restrict: Restrictions,
             m.add(exec_end[i] == exec_start[i] + length)
         else:
             m.add(exec_end[i] == exec_start[i] + total(i, "run_ns"))
-        if i:
+        if i and order is None:
             m.add(exec_start[i] >= exec_end[i - 1])
 
     loads = [j for j in range(n) if any(a.load_ns for a in pairs[j])]
@@ -129,8 +137,11 @@ def build(instance: Instance, restrict: Restrictions,
         deadline.check()
         low = fixed[j][1] if j in fixed else restrict.slot_low(j)
         start = m.new_int_var(0, big, f"ls{j}")
+        if order is not None:
+            issued.update({(j, i): lit for i, lit in
+                           add_issue(m, order, j, start, exec_end).items()})
         prev = None
-        for i in range(low, j):
+        for i in range(low, j) if order is None else ():  # free: `add_issue` made them
             lit = m.new_bool_var(f"issued{j}_{i}")
             issued[j, i] = lit
             m.add(start >= exec_end[i]).only_enforce_if(~lit)
@@ -183,7 +194,10 @@ def build(instance: Instance, restrict: Restrictions,
         top = max(a.load_space for a in pairs[j])
         if top > 0:
             space = pend[j, i] = m.new_int_var(0, top, f"pend{j}_{i}")
-            m.add(space >= total(j, "load_space")).only_enforce_if(lit)
+            # pending at E<i> only if E<j> comes later (may_precede(j) leaves no i after it)
+            after = True if order is None else order.precedes(i, j)
+            m.add(space >= total(j, "load_space")).only_enforce_if(
+                [lit] if after is True else [lit, after])
             pending[i].append(space)
     for i in range(n):
         deadline.check()
@@ -216,14 +230,37 @@ def build(instance: Instance, restrict: Restrictions,
                  for j in loads}
         runs = [Span(exec_start[i], exec_end[i], exec_len.get(i, exec_end[i] - exec_start[i]),
                      max(stretch_limit(a.run_ns, a.run_d) for a in pairs[i])) for i in range(n)]
-        port = add_port(m, pairs, pick, spans, runs, issued, found, lowest, big, deadline)
-    makespan = exec_end[-1]
+        port = add_port(m, pairs, pick, spans, runs, issued, found, lowest, big, deadline,
+                        ordered=order is None)
+    if order is None:
+        makespan = exec_end[-1]
+    else:
+        makespan = m.new_int_var(0, big, "makespan")
+        m.add_max_equality(makespan, exec_end)
+        _order_free_cuts(m, pairs, pick, exec_start, exec_end, load_len, shared, makespan)
     if lower is not None:
         m.add(makespan >= lower)
     m.minimize(makespan)
     aux = {"end": load_end, "len": load_len, "on": load_on, "pend": pend}
     return CpsatModel(m, pairs, pick, issued, load_start, exec_start, exec_end, makespan, aux,
-                      timing=timing, exec_len=exec_len, port=port)
+                      timing=timing, exec_len=exec_len, port=port, order=order)
+
+
+def _order_free_cuts(m: cp_model.CpModel, pairs: list[list[Pair]],
+                     pick: list[list[cp_model.IntVar]], exec_start: list[cp_model.IntVar],
+                     exec_end: list[cp_model.IntVar], load_len: dict[int, cp_model.IntVar],
+                     shared: bool, makespan: cp_model.IntVar) -> None:
+    """For the LP of the free-order model (which lacks `cpsat_port._cover`'s running sums):
+    the executes are serial, so the makespan is at least their lengths' sum, and under 5b
+    the port does at most 1000 permille of work per ns, so 1000 x makespan is at least every
+    load's and execute's port work (both hold in every order)."""
+    m.add(makespan >= sum(e - s for s, e in zip(exec_start, exec_end, strict=True)))
+    if not shared:
+        return
+    work = sum(a.run_ns * a.run_d * b + (a.load_ns * a.load_d * b if j in load_len else 0)
+               for j, (ps, row) in enumerate(zip(pairs, pick, strict=True))
+               for a, b in zip(ps, row, strict=True))
+    m.add(1000 * makespan >= work)
 
 
 def _lengths(ps: Sequence[Pair], attr: str, demand: str) -> cp_model.Domain:
@@ -234,7 +271,11 @@ def _lengths(ps: Sequence[Pair], attr: str, demand: str) -> cp_model.Domain:
 
 
 def add_hint(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
-    """Hint the solver with a plan's decisions (when it executes in the instance's order)."""
+    """Hint the solver with a plan's decisions (when it executes in the instance's order, or
+    in any the dependencies allow for the free-order model)."""
+    if cm.order is not None:
+        _hint_free(cm, instance, plan)
+        return
     warm = warm_decisions(instance, plan, cm.timing)
     if warm is None:
         return
@@ -298,6 +339,50 @@ def _hint_shared(cm: CpsatModel, instance: Instance, plan: Plan, warm: Warm) -> 
     cm.hinted = True
 
 
+def _hint_free(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
+    """Hint the free-order model with a plan in any topological order: its pairs (or kept
+    ones dominating them), its order, issue slots and its schedule with those pairs."""
+    warm = warm_decisions(instance, plan, cm.timing, free=True)
+    if warm is None or cm.order is None:
+        return
+    assert plan is not None
+    hint = cm.model.add_hint
+    if cm.timing == "shared-noc":
+        picked, schedule = hinted_schedule(instance, cm.pairs, plan, warm)
+    else:
+        picked = [ps[hint_index(instance, j, c, ps)]
+                  for j, (c, ps) in enumerate(zip(warm.choice, cm.pairs, strict=True))]
+        schedule = evaluate(instance, [Choice(exec=a.exec, preload=a.preload) for a in picked],
+                            plan.program, plan.release_ns, timing="separate-noc")
+    position = {op: k for k, op in enumerate(warm.order)}
+    for j, a in enumerate(picked):
+        for b, pair in zip(cm.pick[j], cm.pairs[j], strict=True):
+            hint(b, pair is a)
+        hint(cm.exec_start[j], schedule.exec_start[j])
+        hint(cm.exec_end[j], schedule.exec_end[j])
+        hint(cm.order.pos[j], position[j])
+        if j in cm.exec_len:
+            hint(cm.exec_len[j], schedule.exec_end[j] - schedule.exec_start[j])
+        if j in cm.aux["len"]:
+            hint(cm.load_start[j], schedule.load_start[j])
+            hint(cm.aux["len"][j], schedule.load_end[j] - schedule.load_start[j])
+            hint(cm.aux["end"][j], schedule.load_end[j])
+            hint(cm.order.slot[j], warm.slot[j])
+        if j in cm.aux["on"]:
+            hint(cm.aux["on"][j], a.load_ns > 0)
+    for (i, k), lit in cm.order.before.items():
+        hint(lit, position[i] < position[k])
+    for (j, i), lit in cm.issued.items():
+        hint(lit, position[i] >= warm.slot[j])
+    for (j, i), v in cm.aux["pend"].items():
+        pending = warm.slot[j] <= position[i] < position[j]
+        hint(v, picked[j].load_space if pending else 0)
+    if cm.port is not None:
+        hint_port(hint, cm.port, picked, schedule)
+    hint(cm.makespan, schedule.makespan_ns)
+    cm.hinted = True
+
+
 LP_WORKERS = ("max_lp", "default_lp")  # 5b: the workers whose LP relaxation proves optima
 
 
@@ -341,5 +426,8 @@ def read_times(cm: CpsatModel, solver: cp_model.CpSolver) -> ModelTimes:
         starts.append(start)
         end = cm.aux["end"].get(j)
         ends.append(solver.value(end) if end is not None else start + a.load_ns)
+    order = None
+    if cm.order is not None:
+        order = tuple(sorted(range(len(cm.pairs)), key=lambda i: solver.value(cm.order.pos[i])))
     return ModelTimes(choice, starts, ends, [solver.value(e) for e in cm.exec_start],
-                      [solver.value(e) for e in cm.exec_end])
+                      [solver.value(e) for e in cm.exec_end], order)

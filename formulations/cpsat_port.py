@@ -59,9 +59,11 @@ def add_port(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
              pick: Sequence[Sequence[cp_model.IntVar]], loads: Mapping[int, Span],
              execs: Sequence[Span], issued: Mapping[tuple[int, int], cp_model.IntVar],
              found: list[Candidate], lowest: Callable[[int], int], big: int,
-             deadline: Deadline = NO_DEADLINE) -> PortVars:
+             deadline: Deadline = NO_DEADLINE, ordered: bool = True) -> PortVars:
     """Charge every candidate overlap its port losses and require each instruction's work,
-    then add the cuts of `_cover`. OutOfTime once `deadline` passes (checked per candidate)."""
+    then add the cuts of `_cover`. OutOfTime once `deadline` passes (checked per candidate).
+    `ordered`: the executes run in the instance's order (the free-order model passes False,
+    leaving out what only holds in that order)."""
     load_vals: dict[int, set[int]] = {}
     exec_vals: dict[int, set[int]] = {}
     for c in found:
@@ -96,7 +98,7 @@ def add_port(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
         m.add(o >= run.end - load.start).only_enforce_if([~early, late])
         m.add(o >= load.length).only_enforce_if([~early, ~late])
         before = previous.get(j)
-        if before is not None:  # executes are chained: monotone in i
+        if before is not None and ordered:  # executes are chained: monotone in i
             m.add_implication(before[0], early)
             m.add_implication(late, before[1])
         previous[j] = (early, late)
@@ -117,7 +119,7 @@ def add_port(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
     _work(m, pairs, pick, loads, load_lit, load_loss, "load_ns", "load_d", 0)
     _work(m, pairs, pick, dict(enumerate(execs)), exec_lit, exec_loss, "run_ns", "run_d", 1)
     whole = {j for j in loads if all((j, i) in overlap for i in range(lowest(j), j))}
-    _cover(m, pairs, pick, loads, execs, overlap, whole, big)
+    _cover(m, pairs, pick, loads, execs, overlap, whole, big, ordered)
     return PortVars(load_lit, exec_lit, overlap, load_loss, exec_loss, found)
 
 
@@ -131,7 +133,7 @@ def _least_loss(load_pairs: Sequence[Pair], exec_pairs: Sequence[Pair], attr: st
 def _cover(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
            pick: Sequence[Sequence[cp_model.IntVar]], loads: Mapping[int, Span],
            execs: Sequence[Span], overlap: Mapping[tuple[int, int], tuple], whole: set[int],
-           big: int) -> None:
+           big: int, ordered: bool = True) -> None:
     """Cuts for the LP, which alone would let every overlap be 0 (all valid for every true
     schedule with o = the true overlap, hence exact):
     - loads and executes are each serial, so one instruction's overlaps sum to at most its
@@ -142,7 +144,8 @@ def _cover(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
       candidate (`whole`) count (a subset of the loads covers no more time);
     - the port delivers at most 1000 permille per ns, so the same instructions' port work
       (demand x duration) is done by then.
-    Each is a running sum over k, so the rows stay linear in size.
+    Each is a running sum over k, so the rows stay linear in size. The last two need the
+    instance's order (`ordered`); the first holds in any.
     """
     n = len(execs)
     per_load: dict[int, list] = {}
@@ -154,6 +157,8 @@ def _cover(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
         m.add(sum(os) <= loads[j].length)
     for i, os in per_exec.items():
         m.add(sum(os) <= execs[i].length)
+    if not ordered:
+        return
 
     def units(op: int, attr: str, demand: str) -> cp_model.LinearExprT:
         return sum(getattr(a, attr) * getattr(a, demand) * b

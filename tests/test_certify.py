@@ -390,3 +390,19 @@ def assert_holds_interrupted(doc: dict) -> None:
     assert elk_opt.verify(doc["plan"])["valid"]
     assert doc["lower_bound_ns"] <= doc["makespan_ns"]
     assert check(doc).problems == []
+
+
+def test_a_free_order_plan_is_certified_with_bounds_for_every_order(worker):
+    """CP-SAT's free-order optimum on two chains that join: certify solves over every order
+    too, so its proof (and the any-order cuts) close the gap."""
+    instance = tiny_instance([(10, 40, 5, 10, 0), (10, 40, 5, 10, 0), (50, 10, 5, 10, 0),
+                              (5, 10, 30, 10, 0), (5, 10, 5, 10, 0)], sram=100,
+                             inputs=[(), (0,), (), (2,), (1, 3)])
+    plan = solve(instance, "cpsat", SolveOptions(timing="separate-noc", exec_order="free",
+                                                 threads=1))
+    assert exec_order(plan) == "free" and plan.claims.status == "optimal"
+    doc = certify(plan, time_limit_s=8, threads=1, worker=worker)
+    assert {b["exec_order"] for b in doc["bounds"]} == {"any"}
+    assert {"ideal", "hbm-cut-any"} <= {b["name"] for b in doc["bounds"]}
+    assert doc["lower_bound_ns"] == doc["makespan_ns"] == plan.claims.makespan_ns
+    assert_holds(doc)

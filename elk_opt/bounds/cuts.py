@@ -18,6 +18,15 @@ i < k, so 1000 S_k >= sum_{j<=k} port_load_j + sum_{i<k} port_exec_i, and as abo
               + 1000 sum_{i>k} run_i.
 Port total (5b, any execution order). All instructions lie in [0, T]:
     1000 T >= sum_i (port_load_i + port_exec_i).
+Any-order cuts (R2 free). In every topological order, what precedes E<k> includes its
+ancestors A(k) (the ops it depends on, directly or not) and what follows includes its
+descendants D(k). So the two cuts hold for every order with j < k read as j in A(k) and i > k
+as i in D(k):
+    T >= sum_{A(k)} load_j + (load_k + run_k) + sum_{D(k)} run_i,
+    1000 T >= sum_{A(k)} (port_load_j + port_exec_j) + (port_load_k + 1000 run_k)
+              + 1000 sum_{D(k)} run_i.
+On a chain they are the instance-order cuts; wherever ops are independent they are weaker.
+Quadratic (a dense ancestor matrix): up to ANY_ORDER_MAX_OPS ops.
 Pairs are decisions: each right-hand side is a sum of per-op terms, each depending on its own
 op's pair only, so its least value over all choices is the sum of per-op minima (over the
 pairs R5 allows, as for the Ideal). Each bound is that minimum, maximised over k. Linear time.
@@ -25,8 +34,10 @@ pairs R5 allows, as for the Ideal). Each bound is that minimum, maximised over k
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from elk_opt.bounds.ideal import allowed_pairs
 from elk_opt.noc import PORT, PortUse, exec_use, load_use
@@ -103,4 +114,49 @@ def port_cut_bound(instance: Instance) -> int:
 def port_total_bound(instance: Instance) -> int:
     """The port total (module docstring); section 5b, any execution order."""
     units = sum(min(c.port_load + c.port_exec for c in cs) for cs in pair_costs(instance))
+    return _ceil_div(units, PORT)
+
+
+ANY_ORDER_MAX_OPS = 5000  # the ancestor matrix takes n^2 bytes
+
+
+def _ancestors(instance: Instance) -> np.ndarray:
+    """reach[k, j]: op j is an ancestor of op k (the ops are in a topological order)."""
+    n = len(instance.ops)
+    reach = np.zeros((n, n), dtype=bool)
+    for k, op in enumerate(instance.ops):
+        for p in op.inputs:
+            reach[k] |= reach[p]
+            reach[k, p] = True
+    return reach
+
+
+def _cut_any(reach: np.ndarray, before: Sequence[int], at: Sequence[int],
+             after: Sequence[int]) -> int:
+    """max over k of sum_{A(k)} before_j + at_k + sum_{D(k)} after_i."""
+    if not len(at):
+        return 0
+    matrix = reach.astype(np.int64)
+    total = (matrix @ np.asarray(before, dtype=np.int64) + np.asarray(at, dtype=np.int64)
+             + matrix.T @ np.asarray(after, dtype=np.int64))
+    return int(total.max())
+
+
+def hbm_cut_any_bound(instance: Instance) -> int:
+    """The HBM cut over ancestors and descendants (module docstring); both timings, any
+    execution order."""
+    costs = pair_costs(instance)
+    return _cut_any(_ancestors(instance), [min(c.load for c in cs) for cs in costs],
+                    [min(c.load + c.run for c in cs) for cs in costs],
+                    [min(c.run for c in cs) for cs in costs])
+
+
+def port_cut_any_bound(instance: Instance) -> int:
+    """The port cut over ancestors and descendants (module docstring); section 5b, any
+    execution order."""
+    costs = pair_costs(instance)
+    units = _cut_any(_ancestors(instance),
+                     [min(c.port_load + c.port_exec for c in cs) for cs in costs],
+                     [min(c.port_load + PORT * c.run for c in cs) for cs in costs],
+                     [PORT * min(c.run for c in cs) for cs in costs])
     return _ceil_div(units, PORT)

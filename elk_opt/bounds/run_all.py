@@ -22,9 +22,12 @@ only slows); the port bounds need the shared port.
   (elk_opt.bounds.fluid_layers), with the layer windows, up to `fluid_max_ops` ops.
 The lp and window models are section 5's: valid under both timings, blind to the port.
 Window and layer bounds solve each distinct window once (decoder layers repeat).
-Every bound but ideal and port-total holds for plans that execute in the instance's order
-(every method here does). A Ctrl-C stops the bound being computed and keeps those already
-found; the window bound keeps the windows it had bounded. Solvers load only when asked for.
+Every bound above but ideal and port-total holds for plans that execute in the instance's
+order only. Asked for any order (`exec_order="free"`, R2), the report keeps to ideal and
+port-total and adds the cuts over ancestors and descendants (hbm-cut-any, port-cut-any,
+elk_opt.bounds.cuts), which hold for every topological order. A Ctrl-C stops the bound being
+computed and keeps those already found; the window bound keeps the windows it had bounded.
+Solvers load only when asked for.
 """
 
 from __future__ import annotations
@@ -36,10 +39,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from elk_opt.bounds.cuts import hbm_cut_bound, port_cut_bound, port_total_bound
+from elk_opt.bounds.cuts import (
+    ANY_ORDER_MAX_OPS,
+    hbm_cut_any_bound,
+    hbm_cut_bound,
+    port_cut_any_bound,
+    port_cut_bound,
+    port_total_bound,
+)
 from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.errors import UsageError
-from elk_opt.problem import DEFAULT_TIMING, Instance, Timing
+from elk_opt.problem import DEFAULT_TIMING, ExecOrder, Instance, Timing
 
 BOTH = "separate-noc, shared-noc"
 
@@ -217,9 +227,11 @@ def recompute(instance: Instance, timing: Timing, name: str,
     it does not finish within them). Solver-backed bounds are deterministic only up to their
     time limits: a value recomputed under a limit may differ from the recorded one."""
     cheap: dict[str, Callable[[Instance], int]] = {"ideal": ideal_bound,
-                                                   "hbm-cut": hbm_cut_bound}
+                                                   "hbm-cut": hbm_cut_bound,
+                                                   "hbm-cut-any": hbm_cut_any_bound}
     if timing == "shared-noc":
-        cheap |= {"port-total": port_total_bound, "port-cut": port_cut_bound}
+        cheap |= {"port-total": port_total_bound, "port-cut": port_cut_bound,
+                  "port-cut-any": port_cut_any_bound}
     if name in cheap:
         return cheap[name](instance)
     if name == "fluid":
@@ -250,7 +262,8 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  fluid_sram_max_ops: int = 600, window: int = 12,
                  window_time_s: float = 2.0, layers: int = 1, layers_time_s: float = 10.0,
                  lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
-                 progress: bool = False, time_budget_s: float | None = None) -> dict[str, Any]:
+                 progress: bool = False, time_budget_s: float | None = None,
+                 exec_order: ExecOrder = "instance") -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note", "status", "params"}], "best"}`.
 
@@ -265,6 +278,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     budget (the window bound's per-window limit by what is left over its windows), and one
     whose turn comes when nothing is left is listed as skipped; the linear-time bounds always
     run. Budgets are wall-clock; model building beyond a limit may overrun it a little.
+    `exec_order="free"`: only the bounds that hold for every execution order (R2).
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
@@ -279,6 +293,9 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))
+    if exec_order == "free":
+        rows += _any_order_rows(instance, timing)
+        return _report(instance, timing, rows)
     started = time.perf_counter()
     rows.append(_row("hbm-cut", started, hbm_cut_bound(instance), BOTH, "instance",
                      "loads before an execute start, then the executes"))
@@ -310,6 +327,33 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
         rows.extend(found)
         if any(stopped):
             break
+    return _report(instance, timing, rows)
+
+
+def _report(instance: Instance, timing: Timing, rows: list[dict[str, Any]]) -> dict[str, Any]:
     best = max(rows, key=lambda r: r["ns"] if r["ns"] is not None else -1)
     return {"instance": instance.name, "ops": len(instance.ops), "timing": timing,
             "bounds": rows, "best": {"bound": best["bound"], "ns": best["ns"]}}
+
+
+def _any_order_rows(instance: Instance, timing: Timing) -> list[dict[str, Any]]:
+    """The rows after ideal when the execution order is free: the cuts over ancestors and
+    descendants (skipped above ANY_ORDER_MAX_OPS ops), and port-total under 5b."""
+    rows = []
+    big = len(instance.ops) > ANY_ORDER_MAX_OPS
+    skipped = f"skipped: above {ANY_ORDER_MAX_OPS} ops (quadratic)"
+    started = time.perf_counter()
+    rows.append(_row("hbm-cut-any", started, None if big else hbm_cut_any_bound(instance),
+                     BOTH, "any", skipped if big else
+                     "loads of an op's ancestors before its execute, then its descendants'",
+                     status="skipped" if big else "complete"))
+    if timing == "shared-noc":
+        started = time.perf_counter()
+        rows.append(_row("port-total", started, port_total_bound(instance), "shared-noc",
+                         "any", "all port work at 1000 permille"))
+        started = time.perf_counter()
+        rows.append(_row("port-cut-any", started, None if big else port_cut_any_bound(instance),
+                         "shared-noc", "any", skipped if big else
+                         "port work of an op's ancestors before its execute, then its "
+                         "descendants' executes", status="skipped" if big else "complete"))
+    return rows

@@ -11,7 +11,9 @@ runs the solver phases in a process of their own):
    bounds of `run_all.lower_bounds` within BOUND_SHARE of what is left (again in a later round
    only if one of them ran out of time, then with twice the time per window), then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
-   covers the instance's execution order) with CPSAT_SHARE of what is left, and the LNS
+   covers the instance's execution order, or every order when the plan given executes in
+   another: then CP-SAT solves over every order and polish, instance-order only, sits out)
+   with CPSAT_SHARE of what is left, and the LNS
    `polish` from the best plan with POLISH_SHARE of the rest (what it does not use goes to the
    next round); each only from a plan it has not started from before (from the same start
    with less time it would find nothing new). A solver phase that overruns its own limit is
@@ -56,7 +58,9 @@ class Found:
     threads: int
     given: Plan | None = None  # the plan being certified, if one was given
     given_ns: int | None = None  # its analytic makespan under `timing`
-    best: Plan | None = None  # the fastest plan found that executes in the instance's order
+    # the fastest plan found that executes in the instance's order (in any, for a given plan
+    # in another order: `free_order`)
+    best: Plan | None = None
     bounds: dict[str, dict[str, Any]] = field(default_factory=dict)  # by name, best kept
     phases: list[dict[str, Any]] = field(default_factory=list)
     started_from: dict[str, Plan] = field(default_factory=dict)  # each solver's last start
@@ -70,6 +74,12 @@ class Found:
         plan = self.given if self.given is not None else self.best
         assert plan is not None
         return plan
+
+    @property
+    def free_order(self) -> bool:
+        """The given plan executes in another order than the instance's: bounds must hold for
+        every order, and CP-SAT solves over every order too."""
+        return self.given is not None and exec_order(self.given) == "free"
 
     @property
     def better(self) -> Plan | None:
@@ -125,9 +135,9 @@ class Found:
 
 
 def _offer_plan(found: Found, plan: Plan) -> bool:
-    """Keep `plan` if it is the fastest instance-order plan so far."""
+    """Keep `plan` if it is the fastest plan so far in an order the search certifies."""
     assert plan.claims is not None
-    if exec_order(plan) != "instance":
+    if exec_order(plan) != "instance" and not found.free_order:
         return False
     if found.best is None or plan.claims.makespan_ns < found.best.claims.makespan_ns:
         found.best = plan
@@ -231,7 +241,8 @@ def _cheap(instance: Instance, found: Found, options: SolveOptions) -> None:
     started = time.perf_counter()
     plan = solve(instance, "basic", options)
     _offer_plan(found, plan)
-    report = lower_bounds(instance, timing=found.timing, threads=found.threads, time_budget_s=0)
+    report = lower_bounds(instance, timing=found.timing, threads=found.threads, time_budget_s=0,
+                          exec_order="free" if found.free_order else "instance")
     for row in report["bounds"]:
         if row["status"] != "skipped":
             _offer_bound(found, bound_entry(row))
@@ -315,6 +326,8 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
             break
         if found.started_from.get(method) is found.best:
             continue  # the same start with less time: nothing new to find
+        if method == "polish" and exec_order(found.best) != "instance":
+            continue  # polish re-solves windows of the instance's order only
         if limit < MIN_PHASE_S:
             found.cut = True
             continue
@@ -324,6 +337,8 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
         found.started_from[method] = warm
         task_options = replace(options, time_limit_s=limit, warm_start=warm.claims.method,
                                warm_plan=warm)
+        if method == "cpsat" and found.free_order:  # its bound then holds for every order
+            task_options = replace(task_options, exec_order="free")
         try:
             task = Task("solve", instance, {"method": method, "options": task_options})
             _starting(found, f"{method} from {warm.claims.method}'s plan, up to {limit:.0f} s",

@@ -13,11 +13,18 @@ from __future__ import annotations
 import argparse
 import sys
 
-from elk_opt.commands.flags import add_cold, add_timing, output_dir, output_file, positive_float
+from elk_opt.commands.flags import (
+    add_cold,
+    add_exec_order,
+    add_timing,
+    output_dir,
+    output_file,
+    positive_float,
+)
 from elk_opt.comparison import compare_plans
 from elk_opt.errors import UsageError
 from elk_opt.io import ensure_dir, load_instance, save_json
-from elk_opt.methods import METHODS, heuristics
+from elk_opt.methods import METHODS, heuristics, skipped_for_order, solving_in
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.plans import keep, packed
 from elk_opt.studies.report import TIMING_NAMES
@@ -32,6 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--time-limit", type=positive_float, default=None, metavar="S",
                    help="wall-clock limit per method that searches (seconds)")
     add_timing(p)
+    add_exec_order(p, study=True)
     add_cold(p)
     p.add_argument("--json", default=None, type=output_file, metavar="rows.json",
                    help="also write the rows")
@@ -41,9 +49,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _methods(text: str | None) -> list[str]:
+def _methods(text: str | None, exec_order: str | None) -> list[str]:
     if text is None:
-        return heuristics()
+        skipped = skipped_for_order(heuristics(), exec_order)
+        if skipped:
+            print(f"--exec-order {exec_order}: skipping {', '.join(skipped)} (they solve only "
+                  "in the instance's order)", file=sys.stderr)
+        chosen = solving_in(heuristics(), exec_order, named=False)
+        if not chosen:
+            raise UsageError(f"--exec-order {exec_order}: no heuristic solves in that order; "
+                             "name methods with --methods (cpsat does)")
+        return chosen
     names = [m.strip() for m in text.split(",") if m.strip()]
     for m in names:
         if m not in METHODS:
@@ -57,11 +73,12 @@ def _methods(text: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     instance = load_instance(args.instance)
-    methods = _methods(args.methods)
+    methods = _methods(args.methods, args.exec_order)
     print(f"comparing {len(methods)} methods on {instance.name} ({len(instance.ops)} ops) "
           f"under {args.timing}...", file=sys.stderr)
     rows, plans = compare_plans(instance, methods, SolveOptions(time_limit_s=args.time_limit,
-                                                                timing=args.timing),
+                                                                timing=args.timing,
+                                                                exec_order=args.exec_order),
                                 progress=True, cold=args.cold)
     print(f"{instance.name}: makespans under {TIMING_NAMES[args.timing]}")
     print(f"{'method':<10} {'makespan ns':>15} {'vs best':>8} {'ideal/ms':>9} "
@@ -81,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
             if r["method"] in plans:
                 r["plan"] = keep(out, r["method"], packed(plans[r["method"]]), folder=".")
         save_json(out / "compare.json", {"instance": instance.name, "timing": args.timing,
-                                         "rows": rows})
+                                         "exec_order": args.exec_order, "rows": rows})
     if args.json:
-        save_json(args.json, {"instance": instance.name, "timing": args.timing, "rows": rows})
+        save_json(args.json, {"instance": instance.name, "timing": args.timing,
+                              "exec_order": args.exec_order, "rows": rows})
     return 0 if all(r["valid"] is not False for r in rows) else 1

@@ -136,11 +136,14 @@ def add_timing(p: argparse.ArgumentParser) -> None:
                         "(docs/spec.md 5b, the default) or separate-noc (section 5)")
 
 
-def add_exec_order(p: argparse.ArgumentParser) -> None:
+def add_exec_order(p: argparse.ArgumentParser, study: bool = False) -> None:
+    more = (" A study runs every method in the order asked: a default method list drops the "
+            "methods that cannot (and says so); naming one of those is refused"
+            if study else "")
     p.add_argument("--exec-order", choices=EXEC_ORDERS, default=None,
                    help="instance: execute the ops in the instance's order; free: any order "
                         "the dependencies allow (docs/spec.md R2). Default: the method's own "
-                        "(instance for every method that lists no other)")
+                        "(instance for every method that lists no other)." + more)
 
 
 def add_cold(p: argparse.ArgumentParser) -> None:

@@ -8,13 +8,15 @@ from pathlib import Path
 
 from elk_opt.commands.flags import (
     add_cold,
+    add_exec_order,
     add_executor,
     add_quiet,
     add_timing,
     output_dir,
     positive_float,
 )
-from elk_opt.methods import METHODS
+from elk_opt.errors import UsageError
+from elk_opt.methods import METHODS, skipped_for_order, solving_in
 from elk_opt.problem import Timing
 from elk_opt.studies.baseline import DEFAULT_PATH, write_baseline
 from elk_opt.studies.executors import EXECUTORS
@@ -40,6 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="per exact solve (default 20); resuming with a longer one re-runs the "
                         "cells that ran out of time")
     add_timing(p)
+    add_exec_order(p, study=True)
     add_cold(p)
     add_executor(p, EXECUTORS)
     add_quiet(p)
@@ -61,10 +64,18 @@ def default_methods(timing: Timing) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     specs = load_suite(args.suite)
     methods = args.methods.split(",") if args.methods else default_methods(args.timing)
+    methods = solving_in(methods, args.exec_order, named=bool(args.methods))
+    skipped = skipped_for_order(default_methods(args.timing), args.exec_order)
+    if skipped and not args.methods:
+        print(f"--exec-order {args.exec_order}: skipping {', '.join(skipped)} (they solve only "
+              "in the instance's order)", file=sys.stderr)
+    if not methods:
+        raise UsageError(f"--exec-order {args.exec_order}: no method to run; name some with "
+                         "--methods")
     out = Path(args.output)
     cells = run_study(specs, methods, out, time_limit_s=args.time_limit, timing=args.timing,
                       executor=args.executor, workers=args.workers, address=args.address,
-                      progress=not args.quiet, cold=args.cold)
+                      progress=not args.quiet, cold=args.cold, exec_order=args.exec_order)
     rows = write_report(cells, out)
     if args.update_baseline:
         dropped = write_baseline(specs, cells, args.baseline, args.timing)
@@ -72,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         if dropped:
             print(f"{len(dropped)} instances changed, so their records under other timings "
                   f"were dropped: {', '.join(dropped)}", file=sys.stderr)
-    print(f"{len(specs)} instances x {len(methods)} methods under {args.timing} -> "
+    order = f", {args.exec_order} execution order" if args.exec_order else ""
+    print(f"{len(specs)} instances x {len(methods)} methods under {args.timing}{order} -> "
           f"{out}/gap.csv, summary.md, gap_by_method.png, gap_by_size.png, plans/")
     print(f"{'method':<10} {'median gap':>11} {'worst gap':>10} {'proven':>7}")
     for method, _n, proven, median, worst, _errors in gap_table(rows):

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from dataclasses import replace
 from pathlib import Path
 
 from elk_opt.commands.flags import (
     add_cold,
+    add_exec_order,
     add_executor,
     add_quiet,
     output_dir,
@@ -16,6 +18,7 @@ from elk_opt.commands.flags import (
     thread_count,
 )
 from elk_opt.errors import UsageError
+from elk_opt.methods import skipped_for_order, solving_in
 from elk_opt.studies import paper
 from elk_opt.studies.executors import EXECUTORS
 from elk_opt.studies.reproduce import COST_MODELS, DEFAULT_METHODS, QUICK, SETTINGS, Grid
@@ -53,6 +56,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="per exact solve (default 1)")
     p.add_argument("--chip", default=None, help="chip preset or TOML file (default "
                                                 "ipu-pod4-hbm3e)")
+    add_exec_order(p, study=True)
     add_cold(p)
     add_executor(p, EXECUTORS)
     add_quiet(p)
@@ -92,6 +96,16 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
         changes["time_limit_s"] = args.time_limit
     if args.cold:
         changes["cold"] = True
+    if args.exec_order is not None:
+        changes["exec_order"] = args.exec_order
+        for option, field in (("methods", "methods"), ("exact_methods", "exact_methods")):
+            if not getattr(args, option):  # a default list drops what cannot solve in it
+                listed = changes.get(field, getattr(grid, field))
+                skipped = skipped_for_order(listed, args.exec_order)
+                if skipped:
+                    print(f"--exec-order {args.exec_order}: skipping {', '.join(skipped)} "
+                          "(they solve only in the instance's order)", file=sys.stderr)
+                changes[field] = tuple(solving_in(listed, args.exec_order, named=False))
     grid = replace(grid, **changes)
     grid.validate()
     return grid

@@ -94,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
         from formulations.export import model_format
 
         model_format(args.method, args.export)
+        if args.exec_order == "free":  # its solution files carry no execution order
+            raise UsageError("--export writes models in the instance's execution order: "
+                             "leave out --exec-order free")
     instance = load_instance(args.instance)
     options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
                            gap=args.gap, threads=args.threads,

@@ -10,7 +10,9 @@ when the study resumes with a longer limit; a cell of another timing is never re
 Exact methods start from the best heuristic plan of their instance (`elk_opt.warm`) unless the
 study is cold; a cell names the start it used. The reference of an instance is its proven
 optimum when an exact method proved one, otherwise the best lower bound any method reported;
-gaps are makespan / reference - 1.
+gaps are makespan / reference - 1. With an execution order asked (`exec_order`, R2), every
+method solves in it and each cell records the order it solved in; cells of another order are
+never reused.
 """
 
 from __future__ import annotations
@@ -25,8 +27,8 @@ from typing import Any
 from elk_opt.errors import InputError, UsageError
 from elk_opt.interrupts import Terminated
 from elk_opt.io import ensure_dir, plan_to_dict, read_json, save_json
-from elk_opt.methods import METHODS, solve
-from elk_opt.problem import Instance, Plan, Timing
+from elk_opt.methods import METHODS, solve, solving_in, with_exec_order
+from elk_opt.problem import ExecOrder, Instance, Plan, Timing
 from elk_opt.progress import report_progress, say
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.eta import Eta, parallel
@@ -54,12 +56,16 @@ class Cell:
     time_limit_s: float | None = None
     warm_start: str | None = None  # the heuristic plan an exact method was started from
     plan: str | None = None  # the plan's file, relative to the study's folder
+    exec_order: str | None = None  # the order solved in (R2); None: a cell from before orders
 
-    def reusable(self, timing: Timing, time_limit_s: float, out: Path) -> bool:
+    def reusable(self, timing: Timing, time_limit_s: float, out: Path,
+                 exec_order: ExecOrder | None = None) -> bool:
         """Whether a resume under `timing` and `time_limit_s` may keep this cell: same timing,
-        its plan kept in `out` (when it has one), and not a cell that ran out of time under a
-        shorter limit than the one asked now."""
+        same execution order (when one is asked), its plan kept in `out` (when it has one),
+        and not a cell that ran out of time under a shorter limit than the one asked now."""
         if self.timing != timing:
+            return False
+        if exec_order is not None and (self.exec_order or "instance") != exec_order:
             return False
         if self.status != "error" and not (self.plan and (out / self.plan).is_file()):
             return False
@@ -75,6 +81,7 @@ class CellTask:
     threads: int
     timing: Timing
     cold: bool = False  # exact methods without a warm start
+    exec_order: ExecOrder | None = None  # None: each method's own default
 
 
 def run_cell(task: CellTask) -> Outcome[Cell]:
@@ -87,15 +94,17 @@ def run_cell(task: CellTask) -> Outcome[Cell]:
     try:
         instance = _build(task.spec)
         ops = len(instance.ops)
-        options = SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
-                               timing=task.timing)
+        options = with_exec_order(task.method, SolveOptions(
+            time_limit_s=task.time_limit_s, threads=task.threads, timing=task.timing,
+            exec_order=task.exec_order))
         if family == "exact" and not task.cold:
             options = _warm(task.spec, task.timing, task.method, options)
         plan = solve(instance, task.method, options)
     except Exception as e:  # a study records a failing method and goes on
         return Outcome(Cell(task.spec.key, ops, task.method, family, "error", None, None,
                             round(time.perf_counter() - started, 3), False, None, None,
-                            f"{type(e).__name__}: {e}", task.timing, task.time_limit_s), None)
+                            f"{type(e).__name__}: {e}", task.timing, task.time_limit_s,
+                            exec_order=task.exec_order), None)
     claims = plan.claims
     assert claims is not None
     verified = check(plan_to_dict(plan)).valid
@@ -103,7 +112,8 @@ def run_cell(task: CellTask) -> Outcome[Cell]:
     return Outcome(Cell(task.spec.key, ops, task.method, family, claims.status,
                         claims.makespan_ns, claims.lower_bound_ns, round(claims.wall_s, 3),
                         verified, sim, sim_contention, "", task.timing, task.time_limit_s,
-                        options.warm_start if family == "exact" else None),
+                        options.warm_start if family == "exact" else None,
+                        exec_order=options.exec_order),
                    packed(plan))
 
 
@@ -199,30 +209,37 @@ def conflicts(rows: Sequence[Row]) -> list[str]:
 def run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path, *,
               time_limit_s: float, timing: Timing, threads: int = 1, executor: str = "local",
               workers: int | None = None, address: str | None = None,
-              progress: bool = False, cold: bool = False) -> list[Cell]:
+              progress: bool = False, cold: bool = False,
+              exec_order: ExecOrder | None = None) -> list[Cell]:
     """Run every missing cell, then return all cells in suite and method order.
     `progress`: a line per finished cell on stderr (with a bar on a terminal); `cold`: exact
-    methods start without the best heuristic plan."""
+    methods start without the best heuristic plan; `exec_order`: the order every method
+    solves in (each must list it; None: each its own default)."""
     unknown = [m for m in methods if m not in METHODS]
     if unknown:
         raise UsageError(f"unknown methods {', '.join(unknown)}; known: {', '.join(METHODS)}")
+    solving_in(methods, exec_order, named=True)
     cells_dir = ensure_dir(out / "cells")
     with study_lock(out, say):
         return _run_study(specs, methods, out, cells_dir, time_limit_s=time_limit_s,
                           timing=timing, threads=threads, executor=executor, workers=workers,
-                          address=address, progress=progress, cold=cold)
+                          address=address, progress=progress, cold=cold,
+                          exec_order=exec_order)
 
 
 def _run_study(specs: Sequence[InstanceSpec], methods: Sequence[str], out: Path,
                cells_dir: Path, *, time_limit_s: float, timing: Timing, threads: int,
                executor: str, workers: int | None, address: str | None,
-               progress: bool, cold: bool) -> list[Cell]:
-    _check_settings(out, {"instances": [s.key for s in specs], "methods": list(methods),
-                          "timing": timing, "exact_start": "cold" if cold else "best heuristic"})
+               progress: bool, cold: bool, exec_order: ExecOrder | None) -> list[Cell]:
+    settings = {"instances": [s.key for s in specs], "methods": list(methods),
+                "timing": timing, "exact_start": "cold" if cold else "best heuristic"}
+    if exec_order is not None:  # absent otherwise: studies from before orders resume
+        settings["exec_order"] = exec_order
+    _check_settings(out, settings)
     done = {name: cell for name, cell in _read_cells(cells_dir).items()
-            if cell.reusable(timing, time_limit_s, out)}
-    tasks = [CellTask(s, m, time_limit_s, threads, timing, cold) for s in specs for m in methods
-             if _cell_name(s.key, m) not in done]
+            if cell.reusable(timing, time_limit_s, out, exec_order)}
+    tasks = [CellTask(s, m, time_limit_s, threads, timing, cold, exec_order)
+             for s in specs for m in methods if _cell_name(s.key, m) not in done]
     total = len(specs) * len(methods)
     eta = Eta({_cell_name(t.spec.key, t.method): time_limit_s
                if METHODS[t.method].family == "exact" else None for t in tasks},
@@ -280,6 +297,7 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
             changed = [k for k in settings if before.get(k) != settings[k]] or ["format"]
             raise UsageError(f"{out} holds a study with other settings (other "
                              f"{', '.join(changed)}); resume with the same suite, methods, "
-                             "timing and start (--cold or not), or choose another -o")
+                             "timing, start (--cold or not) and --exec-order, or choose "
+                             "another -o")
     else:
         save_json(path, settings)

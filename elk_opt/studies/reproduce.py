@@ -26,8 +26,8 @@ from typing import Any
 
 from elk_opt.errors import UsageError
 from elk_opt.io import plan_to_dict, save_json
-from elk_opt.methods import METHODS, solve
-from elk_opt.problem import Instance, Plan, Timing
+from elk_opt.methods import METHODS, solve, solving_in, with_exec_order
+from elk_opt.problem import ExecOrder, Instance, Plan, Timing
 from elk_opt.progress import report_progress, say
 from elk_opt.solution import SolveOptions
 from elk_opt.studies import paper
@@ -117,12 +117,18 @@ class Cell:
     warm_start: str | None = None  # the heuristic plan an exact method was started from
     cold: bool | None = None  # exact cells: started without a warm start (None: not exact)
     plan: str | None = None  # the plan's file, relative to the study's folder
+    exec_order: str | None = None  # the order solved in (R2); None: a cell from before orders
 
-    def reusable(self, time_limit_s: float, out: Path, cold: bool = False) -> bool:
+    def reusable(self, time_limit_s: float, out: Path, cold: bool = False,
+                 exec_order: ExecOrder | None = None) -> bool:
         """Whether a resume may keep this cell: its plan kept in `out` (when it has one), not
         an exact solve that ran out of time under a shorter limit than the one asked now, nor
-        one started otherwise (cold or warm)."""
+        one started otherwise (cold or warm), nor one of another execution order (when one
+        is asked)."""
         if self.family != "bound" and self.ok and not (self.plan and (out / self.plan).is_file()):
+            return False
+        if (exec_order is not None and self.family != "bound"
+                and (self.exec_order or "instance") != exec_order):
             return False
         if self.family == "exact" and bool(self.cold) != cold:
             return False
@@ -167,6 +173,7 @@ class Grid:
     threads: int = 1
     chip: str = "ipu-pod4-hbm3e"
     cold: bool = False  # exact methods start without the best heuristic plan
+    exec_order: ExecOrder | None = None  # the order every method solves in; None: its own
 
     def figure_configs(self) -> list[Config]:
         return [self._config(m, b, kv, self._layers(m), c, s) for c in self.cost_models
@@ -208,6 +215,7 @@ class Grid:
             if bad:
                 raise UsageError(f"not {family} methods: {', '.join(bad)}; choose from "
                                  f"{', '.join(allowed)}")
+            solving_in(values, self.exec_order, named=True)
         for name, values in (("batches", self.batches), ("KV lengths", self.kv_lens),
                              ("exact layers", self.exact_layers)):
             if any(v < 1 for v in values):
@@ -231,6 +239,7 @@ class Task:
     time_limit_s: float
     threads: int
     cold: bool = False
+    exec_order: ExecOrder | None = None
 
 
 def unavailable_reason(cost_model: str, chip_name: str) -> str:
@@ -276,12 +285,13 @@ def run_task(task: Task) -> list[Outcome[Cell]]:
             cells.append(Outcome(_ideal_cell(instance, Cell(**base, method=m, family="bound",
                                                             status="bound")), None))
             continue
-        options = SolveOptions(time_limit_s=task.time_limit_s, threads=task.threads,
-                               timing=setting.timing)
+        options = with_exec_order(m, SolveOptions(time_limit_s=task.time_limit_s,
+                                                  threads=task.threads, timing=setting.timing,
+                                                  exec_order=task.exec_order))
         exact = METHODS[m].family == "exact"
         blank = Cell(**base, method=m, family=family(m), status="",
                      time_limit_s=task.time_limit_s if exact else None,
-                     cold=task.cold if exact else None)
+                     cold=task.cold if exact else None, exec_order=options.exec_order)
         started = time.perf_counter()
         try:
             if exact:  # from the best heuristic plan (those run above are reused)
@@ -358,15 +368,19 @@ def run_reproduction(grid: Grid, out: Path, *, executor: str = "local",
 
 def _reproduce(grid: Grid, out: Path, cells_dir: Path, executor: str, workers: int | None,
                address: str | None, progress: bool) -> tuple[list[Cell], list[Cell]]:
-    _check_settings(out, {"chip": grid.chip})
+    settings: dict[str, Any] = {"chip": grid.chip}
+    if grid.exec_order is not None:  # absent otherwise: reproductions from before orders resume
+        settings["exec_order"] = grid.exec_order
+    _check_settings(out, settings)
     done = {p.stem: cell_from_dict(json.loads(p.read_text())) for p in cells_dir.glob("*.json")}
-    done = {name: c for name, c in done.items() if c.reusable(grid.time_limit_s, out, grid.cold)}
+    done = {name: c for name, c in done.items()
+            if c.reusable(grid.time_limit_s, out, grid.cold, grid.exec_order)}
     wanted = _wanted(grid)
     missing: dict[Config, list[str]] = {}
     for config, method in wanted:
         if cell_name(config, method) not in done:
             missing.setdefault(config, []).append(method)
-    tasks = [Task(c, tuple(ms), grid.time_limit_s, grid.threads, grid.cold)
+    tasks = [Task(c, tuple(ms), grid.time_limit_s, grid.threads, grid.cold, grid.exec_order)
              for c, ms in missing.items()]
     total = len(wanted)
     finished = total - sum(map(len, missing.values()))
@@ -434,6 +448,7 @@ def _check_settings(out: Path, settings: dict[str, Any]) -> None:
         before = json.loads(path.read_text())
         if before != settings:
             raise UsageError(f"{out} holds a reproduction with other settings ({before}); "
-                             "resume with the same --chip or choose another -o")
+                             "resume with the same --chip and --exec-order or choose another "
+                             "-o")
     else:
         save_json(path, settings)

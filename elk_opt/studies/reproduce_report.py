@@ -27,8 +27,9 @@ FIG18_FIELDS = ("source", "model", "batch", "kv_len", "layers", "cost_model", "s
                 "preload_only_ns", "stall_ns", "hbm_util", "noc_util", "tflops", "full_ns",
                 "full_hbm_util", "full_noc_util", "full_tflops")
 EXACT_FIELDS = ("model", "batch", "kv_len", "layers", "cost_model", "setting", "method",
-                "status", "makespan_ns", "lower_bound_ns", "model_timing", "reference_ns",
-                "reference_kind", "gap", "verified", "solve_s", "warm_start", "error", "plan")
+                "exec_order", "status", "makespan_ns", "lower_bound_ns", "model_timing",
+                "reference_ns", "reference_kind", "gap", "verified", "solve_s", "warm_start",
+                "error", "plan")
 OURS = "ours"
 
 
