@@ -37,9 +37,11 @@ METHODS: dict[str, MethodInfo] = {
     "static": MethodInfo("heuristics.static:solve", "heuristic",
                          "the paper's Static: one execute budget swept over every distinct value"),
     "elk-dyn": MethodInfo("heuristics.elk_dyn:solve", "heuristic",
-                          "Elk's inductive scheduling: per-op preload count and Delta allocation"),
+                          "Elk's inductive scheduling: per-op preload count and Delta allocation",
+                          exec_orders=("instance", "free")),
     "elk-full": MethodInfo("heuristics.elk_full:solve", "heuristic",
-                           "Elk-Dyn over permuted per-layer preload orders, best kept"),
+                           "Elk-Dyn over permuted per-layer preload orders, best kept",
+                           exec_orders=("instance", "free")),
     "lhs": MethodInfo("heuristics.lhs:solve", "heuristic",
                       "XLA's latency-hiding scheduler: a list scheduler over the DAG that moves "
                       "compute and loads under a memory limit",
