@@ -2,9 +2,12 @@
 instance renumbered into each candidate order (elk_opt.reorder), the best plan kept.
 
 The candidates are the instance's order and Johnson's list order (heuristics.exec_orders), so a
-free plan is never worse than the instance-order plan; ties keep the instance's order. Each
-candidate gets the time the ones before it left; a candidate the limit leaves no time for is
-not tried. The claimed bound is one that holds for every order.
+free plan is never worse than the instance-order plan; ties keep the instance's order. A
+costly scheduler (Elk-Full) may give a cheap one to screen with (Elk-Dyn): another order is
+then scheduled only where the screen's plan in it beats the screen's plan in the instance's
+order, so an order that does not pay costs one cheap run, not a second costly one. Each run
+gets the time the ones before it left; one the limit leaves no time for is not made. The
+claimed bound is one that holds for every order.
 """
 
 from __future__ import annotations
@@ -33,19 +36,30 @@ def candidates(instance: Instance) -> list[tuple[str, tuple[int, ...]]]:
 
 
 def best_over_orders(instance: Instance, options: SolveOptions, method: str,
-                     solve_in_order: InOrder) -> Plan:
-    """`solve_in_order` (a scheduler of the instance's order) over every candidate order."""
+                     solve_in_order: InOrder, screen: InOrder | None = None) -> Plan:
+    """`solve_in_order` (a scheduler of the instance's order) over every candidate order,
+    those other than the instance's only where `screen` (if given) finds them better."""
     started = time.perf_counter()
     deadline = deadline_of(options, started)
-    best: tuple[int, str, Plan] | None = None
-    tried = 0
-    for name, order in candidates(instance):
-        if best is not None and deadline.passed():
-            break
+
+    def in_order(run: InOrder, order: tuple[int, ...]) -> Plan:
         left = None if options.time_limit_s is None else \
             max(0.0, options.time_limit_s - (time.perf_counter() - started))
-        sub = solve_in_order(reorder(instance, order),
-                             replace(options, exec_order="instance", time_limit_s=left))
+        return run(reorder(instance, order),
+                   replace(options, exec_order="instance", time_limit_s=left))
+
+    orders = candidates(instance)
+    if screen is not None and len(orders) > 1:
+        screened = [in_order(screen, order).claims.makespan_ns  # type: ignore[union-attr]
+                    for _name, order in orders]
+        orders = [orders[0]] + [o for o, m in zip(orders[1:], screened[1:], strict=True)
+                                if m < screened[0]]
+    best: tuple[int, str, Plan] | None = None
+    tried = 0
+    for name, order in orders:
+        if best is not None and deadline.passed():
+            break
+        sub = in_order(solve_in_order, order)
         tried += 1
         choice, program = restore(order, sub.choice, sub.program)
         makespan = sub.claims.makespan_ns  # type: ignore[union-attr]
