@@ -106,7 +106,7 @@ def _listed(instance: Instance, choice: list[Choice], exec_space: list[int],
     listed = lhs_list.schedule(costs, limit)
     while listed.peak_bytes > sram and limit > 0:
         reruns += 1
-        limit = limit - (listed.peak_bytes - sram) if reruns < MAX_LIST_RERUNS else 0
-        listed = lhs_list.schedule(costs, max(limit, 0))
+        limit = max(0, limit - (listed.peak_bytes - sram)) if reruns < MAX_LIST_RERUNS else 0
+        listed = lhs_list.schedule(costs, limit)
     program = program_from_issue(listed.preload_order, listed.issued_before, listed.exec_order)
     return program, limit, reruns

@@ -32,8 +32,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-NO_LIMIT = -1
-
 
 @dataclass(frozen=True)
 class Costs:
@@ -55,32 +53,16 @@ class Listed:
 
 
 def _async_depth(c: Costs) -> list[int]:
-    """XLA's async depth: the largest copy latency on any path into the node (inputs come
-    earlier in any topological order, so one pass over a topological order does)."""
+    """XLA's async depth: the largest copy latency on any path into the node (inputs point
+    backwards, docs/spec.md section 2, so one pass in op order does)."""
     depth = [0] * len(c.run_ns)
-    for i in _topological(c.inputs):
-        depth[i] = max([c.load_ns[i], *(depth[j] for j in c.inputs[i])])
+    for i, ins in enumerate(c.inputs):
+        depth[i] = max([c.load_ns[i], *(depth[j] for j in ins)])
     return depth
 
 
-def _topological(inputs: tuple[tuple[int, ...], ...]) -> list[int]:
-    n = len(inputs)
-    users: list[list[int]] = [[] for _ in range(n)]
-    waiting = [len(set(ins)) for ins in inputs]
-    for i, ins in enumerate(inputs):
-        for j in set(ins):
-            users[j].append(i)
-    order = [i for i in range(n) if waiting[i] == 0]
-    for i in order:
-        for u in users[i]:
-            waiting[u] -= 1
-            if waiting[u] == 0:
-                order.append(u)
-    return order
-
-
 def schedule(c: Costs, limit: int) -> Listed:
-    """One bottom-up pass under a memory limit (NO_LIMIT: memory not tracked)."""
+    """One bottom-up pass under a memory limit (bytes of R5: live preloads plus the execute)."""
     n = len(c.run_ns)
     users: list[set[int]] = [set() for _ in range(n)]
     for i, ins in enumerate(c.inputs):
@@ -104,7 +86,7 @@ def schedule(c: Costs, limit: int) -> Listed:
         else:
             increase, own, unlocked = -c.pre_space[i], 0, 0
             stall = max(0, done_at[i] + c.load_ns[i] - now)
-        pressed = limit != NO_LIMIT and 2 * usage > limit
+        pressed = 2 * usage > limit
         over = increase if pressed and usage >= limit else 0
         peak_over = 1 if pressed and usage + own > limit else 0
         return (over, peak_over, stall, kind == "P", -depth[i] if kind == "E" else 0,
