@@ -70,5 +70,6 @@ def best_over_orders(instance: Instance, options: SolveOptions, method: str,
     params = {**dict(plan.claims.params), "exec_order": "free",  # type: ignore[union-attr]
               "order_used": name, "orders_tried": tried}
     return make_plan(instance, plan.choice, plan.program, method=method, started=started,
-                     timing=options.timing, lower_bound_ns=bound_by(instance, options, deadline),
+                     timing=options.timing,
+                     lower_bound_ns=bound_by(instance, options.timing, "free", deadline),
                      params=params)

@@ -16,8 +16,8 @@ until the whole program fits (at worst nothing is loaded ahead, which always fit
 
 What XLA does that this does not: it schedules HLO instructions and their live buffers (we
 track only preload layouts, the R5 bytes), reads latencies from its own estimator (here the
-plans' load and execute times, the serial HBM added; under section 5b the port sharing is not
-estimated, the plan is then timed exactly), caps copies in flight per resource (here the HBM
+plans' load and execute times; under section 5b the port sharing is not estimated, the plan
+is then timed exactly), caps copies in flight per resource (here the HBM
 queues any number; memory is the only cap), and has further rules for collectives, send/recv,
 scheduling annotations and target-specific hooks, with no counterpart in our programs.
 """
@@ -66,15 +66,17 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     choice = [picks[k][0] for k in of_op]
     exec_space = [picks[k][1] for k in of_op]
     pre_space = [picks[k][2] for k in of_op]
-    if options.exec_order == "free":
+    order = options.exec_order or "free"  # None: lhs's default
+    if order == "free":
         program, limit, reruns = _listed(instance, choice, exec_space, pre_space)
     else:
         program, limit, reruns = _in_order(exec_space, pre_space, sram)
     return make_plan(instance, choice, program, method="lhs", started=started,
                      timing=options.timing,
-                     lower_bound_ns=bound_by(instance, options, deadline_of(options, started)),
+                     lower_bound_ns=bound_by(instance, options.timing, order,
+                                             deadline_of(options, started)),
                      params={"memory_limit_bytes": limit, "reruns": reruns,
-                             "exec_order": options.exec_order or "instance"})
+                             "exec_order": order})
 
 
 def _in_order(exec_space: list[int], pre_space: list[int], sram: int
