@@ -37,11 +37,15 @@ METHODS: dict[str, MethodInfo] = {
     "static": MethodInfo("heuristics.static:solve", "heuristic",
                          "the paper's Static: one execute budget swept over every distinct value"),
     "elk-dyn": MethodInfo("heuristics.elk_dyn:solve", "heuristic",
-                          "Elk's inductive scheduling: per-op preload count and Delta allocation"),
+                          "Elk's inductive scheduling: per-op preload count and Delta allocation",
+                          exec_orders=("instance", "free")),
     "elk-full": MethodInfo("heuristics.elk_full:solve", "heuristic",
-                           "Elk-Dyn over permuted per-layer preload orders, best kept"),
+                           "Elk-Dyn over permuted per-layer preload orders, best kept",
+                           exec_orders=("instance", "free")),
     "lhs": MethodInfo("heuristics.lhs:solve", "heuristic",
-                      "XLA-style latency hiding: loads as early as a memory limit allows"),
+                      "XLA's latency-hiding scheduler: a list scheduler over the DAG that moves "
+                      "compute and loads under a memory limit",
+                      exec_orders=("free", "instance")),
     "ideal": MethodInfo("heuristics.ideal:solve", "bound",
                         "the paper's Ideal roofline as lower_bound_ns (plan: Elk-Full's)"),
     "cpsat": MethodInfo("formulations.cpsat:solve", "exact",
@@ -116,8 +120,12 @@ def with_warm_plan(instance: Instance, method: str, options: SolveOptions) -> So
     warm_start = options.warm_start or METHODS[method].default_warm_start
     if options.warm_plan is None and warm_start is not None:
         started = time.perf_counter()
+        # the warm plan executes in an order the method solves in (a hint, and a fallback answer)
+        order = options.exec_order if options.exec_order in METHODS[warm_start].exec_orders \
+            else None
         warm_plan = solve(instance, warm_start, SolveOptions(timing=options.timing,
-                                                             time_limit_s=options.time_limit_s))
+                                                             time_limit_s=options.time_limit_s,
+                                                             exec_order=order))
         options = replace(options, warm_start=warm_start, warm_plan=warm_plan)
         if options.time_limit_s is not None:
             left = options.time_limit_s - (time.perf_counter() - started)

@@ -19,6 +19,7 @@ from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Plan
+from elk_opt.reorder import reorder, restore
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
     Restrictions,
@@ -35,7 +36,6 @@ from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, so
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.model_map import VariableMap, pick_map
-from formulations.reorder import reorder, restore
 from formulations.replay import replay_shared
 
 

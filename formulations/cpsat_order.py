@@ -17,7 +17,7 @@ import networkx as nx
 from ortools.sat.python import cp_model
 
 from elk_opt.problem import Instance
-from formulations.reorder import dependency_graph
+from elk_opt.reorder import dependency_graph
 
 
 @dataclass

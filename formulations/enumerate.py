@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from elk_opt.problem import Choice, Instance, Instr, Timing
-from formulations.reorder import reorder, restore, topological_orders
+from elk_opt.reorder import reorder, restore, topological_orders
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
+from heuristics.free_order import best_over_orders
 from heuristics.inductive import (
     PortAware,
     ladder_sets,
@@ -40,6 +41,14 @@ def port_aware(options: SolveOptions) -> PortAware:
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
+    """In the instance's order (the paper's problem, the default), or with `exec_order`
+    "free" the best over candidate orders (heuristics.free_order)."""
+    if options.exec_order == "free":
+        return best_over_orders(instance, options, "elk-dyn", _in_order)
+    return _in_order(instance, options)
+
+
+def _in_order(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     deadline = deadline_of(options, started)
     aware = port_aware(options)
@@ -54,7 +63,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     return make_plan(instance, found.choice, found.program, method="elk-dyn",
                      started=started, timing=options.timing,
                      lower_bound_ns=cheap_bound_by(instance, options.timing, deadline),
-                     params={**dict(options.params), **stopped_params(found.stopped),
+                     params={"exec_order": "instance", **dict(options.params),
+                             **stopped_params(found.stopped),
                              "load_weight": found.load_weight,
                              "port_priced": found.port_priced, "preload_region": found.region,
                              "loads_held_back": found.held_back,

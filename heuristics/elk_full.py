@@ -21,12 +21,15 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
+from dataclasses import replace
 
 from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.progress import track
 from elk_opt.solution import SolveOptions, make_plan
+from heuristics import elk_dyn
+from heuristics.free_order import best_over_orders
 from heuristics.inductive import (
     LadderSet,
     Scheduled,
@@ -77,6 +80,19 @@ def _slice(instance: Instance, template: Template, layers: int) -> tuple[Instanc
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
+    """In the instance's order (the paper's problem, the default), or with `exec_order`
+    "free" the best over candidate orders (heuristics.free_order)."""
+    if options.exec_order == "free":
+        return best_over_orders(instance, options, "elk-full", _in_order, screen=_elk_dyn)
+    return _in_order(instance, options)
+
+
+def _elk_dyn(instance: Instance, options: SolveOptions) -> Plan:
+    """Elk-Dyn with its default knobs: a cheap screen of execution orders."""
+    return elk_dyn.solve(instance, replace(options, params={}))
+
+
+def _in_order(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     deadline = deadline_of(options, started)
     knobs = _knobs(options)
@@ -125,7 +141,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     return make_plan(instance, best.choice, best.program, method="elk-full",
                      started=started, timing=options.timing,
                      lower_bound_ns=cheap_bound_by(instance, options.timing, deadline),
-                     params={**knobs, **stopped_params(found.stopped or deadline.passed()),
+                     params={"exec_order": "instance", **knobs,
+                             **stopped_params(found.stopped or deadline.passed()),
                              "orders_screened": screened, "orders_scheduled": tried + 1,
                              "layer_preload_order": list(best_layer or ()) or "identity",
                              "load_weight": best.load_weight, "port_priced": best.port_priced,

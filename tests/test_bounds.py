@@ -140,15 +140,15 @@ def test_bounds_never_exceed_a_random_plan(data, instance):
 @given(random_instances(max_ops=7, noc=True))
 def test_bounds_never_exceed_a_heuristic_plan(instance):
     for method in heuristics():
-        for timing in TIMINGS:
-            plan = solve(instance, method, SolveOptions(timing=timing))
+        for timing in TIMINGS:  # all_bounds has instance-order bounds: plans in that order
+            plan = solve(instance, method, SolveOptions(timing=timing, exec_order="instance"))
             assert_below(instance, plan.choice, plan.program, plan.release_ns)
 
 
 @settings(max_examples=10)
 @given(synthetic_instances(max_ops=30, max_plans=4))
 def test_bounds_never_exceed_heuristic_plans_on_synthetic_decoders(instance):
-    plans = [solve(instance, m, SolveOptions(timing="shared-noc"))
+    plans = [solve(instance, m, SolveOptions(timing="shared-noc", exec_order="instance"))
              for m in ("static", "elk-dyn", "lhs")]
     for timing in TIMINGS:
         bounds = all_bounds(instance, timing, cpsat=True)

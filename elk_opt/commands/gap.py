@@ -62,6 +62,11 @@ def default_methods(timing: Timing) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.update_baseline:  # the records are of the paper's problem: the instance's order
+        if args.exec_order == "free":
+            raise UsageError("--update-baseline records plans in the instance's execution "
+                             "order; drop --exec-order free")
+        args.exec_order = "instance"
     specs = load_suite(args.suite)
     methods = args.methods.split(",") if args.methods else default_methods(args.timing)
     methods = solving_in(methods, args.exec_order, named=bool(args.methods))

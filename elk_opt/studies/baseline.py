@@ -91,7 +91,7 @@ def check_baseline(path: Path) -> tuple[int, list[Regression]]:
         for timing, record in entry["timings"].items():
             optimum = record["optimum_ns"]
             for method in heuristics():
-                plan = solve(instance, method, SolveOptions(timing=timing))
+                plan = solve(instance, method, SolveOptions(timing=timing, exec_order="instance"))
                 makespan = plan.claims.makespan_ns  # type: ignore[union-attr]
                 checked += 1
                 recorded = record["heuristics"].get(method)
