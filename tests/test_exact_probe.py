@@ -1,0 +1,41 @@
+"""Probing caps up from a lower bound (formulations/cpsat_probe.py) is exact for the model:
+whatever valid floor it starts from, the bound it proves never passes the exhaustive 5b
+optimum, and a solution it reports optimal is that optimum."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ortools.sat.python import cp_model
+
+from elk_opt.solution import SolveOptions
+from formulations import cpsat
+from formulations.cpsat_probe import LAST_STEP, next_cap, probe
+from formulations.enumerate import enumerate_shared_optimum
+from tests.test_exact_shared import contended_instances
+
+SHARED = SolveOptions(threads=1, timing="shared-noc")
+
+
+@settings(max_examples=30, deadline=None)
+@given(contended_instances(max_ops=4), st.floats(0, 1))
+def test_probes_from_any_valid_floor_never_pass_the_exhaustive_optimum(instance, share):
+    optimum = enumerate_shared_optimum(instance).makespan_ns
+    ready = cpsat.prepare(instance, SHARED)
+    floor = int(share * optimum)  # any value up to the optimum is a valid lower bound
+    probed = probe(ready.cm, SHARED, time.perf_counter(), floor, ready.upper)
+    assert floor <= probed.lower <= optimum
+    if probed.solver is not None:
+        assert round(probed.solver.objective_value) >= optimum
+        assert probed.lower <= round(probed.solver.objective_value)
+    if probed.status == cp_model.OPTIMAL:
+        assert round(probed.solver.objective_value) == optimum == probed.lower
+
+
+def test_caps_stop_below_the_start_and_past_the_last_step():
+    assert next_cap(1000, None, 0.0) == 1000
+    assert next_cap(1000, None, 1 / 2000) == 1001
+    assert next_cap(1000, 1002, 1 / 2000) is None  # no room below the start's makespan
+    assert next_cap(1000, None, 2 * LAST_STEP) is None
