@@ -358,6 +358,8 @@ def _probe_then_search(cm: CpsatModel, options: SolveOptions, started: float,
     if probed.solver is not None:
         _restart_from(cm, probed.solver)
     cm.model.add(cm.makespan >= probed.lower)
+    if options.work_limit is not None:
+        options = replace(options, work_limit=max(0.0, options.work_limit - probed.work))
     status, solver = _search(cm, options, started)
     if probed.solver is not None and status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return cp_model.FEASIBLE, probed.solver, probed.lower  # no time to take up the hint

@@ -37,11 +37,13 @@ LAST_STEP = 1 / 16  # no probe steps further: a gap that wide is the open search
 @dataclass(frozen=True)
 class Probed:
     """What the probes found: a valid lower bound, and the solver of the probe that found a
-    solution (None if none did); `status` is that probe's (OPTIMAL: nothing left to do)."""
+    solution (None if none did); `status` is that probe's (OPTIMAL: nothing left to do);
+    `work` is the deterministic time the probes used (so a work limit covers them too)."""
 
     lower: int
     status: int
     solver: cp_model.CpSolver | None
+    work: float = 0.0
 
 
 def next_cap(lower: int, upper: int | None, fraction: float) -> int | None:
@@ -57,26 +59,29 @@ def probe(cm: CpsatModel, options: SolveOptions, started: float, lower: int,
           upper: int | None) -> Probed:
     """Probe caps up from `lower` (module docstring) while each probe ends within its share."""
     fraction = 0.0
+    used = 0.0
     while not stop_requested():
         cap = next_cap(lower, upper, fraction)
         if cap is None:
             break
         left = remaining(options.time_limit_s, started)
-        work = None if options.work_limit is None else PROBE_SHARE * options.work_limit
+        work = None if options.work_limit is None else PROBE_SHARE * (options.work_limit - used)
         solver = solver_for(replace(options, work_limit=work),
                             None if left is None else PROBE_SHARE * left, "shared-noc")
         capped = cm.model.clone()
         capped.add(capped.get_int_var_from_proto_index(cm.makespan.index) <= cap)
         status = run_cpsat(solver, capped)
+        used += solver.deterministic_time
         if status == cp_model.INFEASIBLE:
             lower = cap + 1
             fraction = FIRST_STEP if fraction == 0 else 2 * fraction
             continue
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-            return Probed(max(lower, ceil_integer(solver.best_objective_bound)), status, solver)
+            return Probed(max(lower, ceil_integer(solver.best_objective_bound)), status, solver,
+                          used)
         # stopped without a solution: its bound holds below the cap, the cap + 1 above it
         bound = solver.best_objective_bound
         if math.isfinite(bound):
             lower = max(lower, min(cap + 1, ceil_integer(bound)))
-        return Probed(lower, status, None)
-    return Probed(lower, cp_model.UNKNOWN, None)
+        return Probed(lower, status, None, used)
+    return Probed(lower, cp_model.UNKNOWN, None, used)
