@@ -8,7 +8,10 @@ does the work: a capped model is proven infeasible, or solved, far faster than t
 (calibration layer: cap 193,400 infeasible in 1.2 deterministic s, cap 193,500 solved and
 proven optimal in 3.8, against 10.7 for the open search).
 
-So probe caps lower + ceil(f x lower) for f = 0, then 1/2000, doubling up to 1/500: a probe proven
+So probe caps lower + ceil(f x lower) for f = 0, then 1/2000, doubling up to 1/500, never
+above the start's makespan - 1 (where the start lies within reach, the last probe asks
+whether anything beats it: on a zoo slice 4 ns above its bound that probe found and proved
+the optimum in 0.8 deterministic s where the open search did not in 20 s): a probe proven
 infeasible raises the lower bound to its cap + 1; the first probe with a solution keeps
 minimising under its cap. Each conclusion is exact for the model: the capped model holds
 every solution of makespan <= cap, so its optimum, when it has one, is the model's, and its
@@ -49,12 +52,13 @@ class Probed:
 
 
 def next_cap(lower: int, upper: int | None, fraction: float) -> int | None:
-    """The next cap above `lower`, or None once it would reach the start's makespan (the
-    open search then has nothing to gain from a cap) or the step is past LAST_STEP."""
-    if fraction > LAST_STEP:
+    """The next cap above `lower`, at most the start's makespan - 1 (a probe there asks
+    whether anything beats the start at all); None once the step is past LAST_STEP or the
+    probes have shown nothing beats the start."""
+    if fraction > LAST_STEP or (upper is not None and lower >= upper):
         return None
     cap = lower + math.ceil(fraction * lower)
-    return None if upper is not None and cap >= upper - 1 else cap
+    return cap if upper is None else min(cap, upper - 1)
 
 
 def probe(cm: CpsatModel, options: SolveOptions, started: float, lower: int,

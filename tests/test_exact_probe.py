@@ -41,7 +41,8 @@ def test_probes_from_any_valid_floor_never_pass_the_exhaustive_optimum(instance,
 def test_caps_stop_below_the_start_and_past_the_last_step():
     assert next_cap(1000, None, 0.0) == 1000
     assert next_cap(1000, None, 1 / 2000) == 1001
-    assert next_cap(1000, 1002, 1 / 2000) is None  # no room below the start's makespan
+    assert next_cap(1000, 1001, 1 / 500) == 1000  # at most the start's makespan - 1
+    assert next_cap(1001, 1001, 0.0) is None  # nothing beats the start
     assert next_cap(1000, None, 2 * LAST_STEP) is None
 
 
