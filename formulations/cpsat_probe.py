@@ -10,8 +10,8 @@ proven optimal in 3.8, against 10.7 for the open search).
 
 So probe caps lower + ceil(f x lower) for f = 0, then 1/2000, doubling up to 1/500, never
 above the start's makespan - 1 (where the start lies within reach, the last probe asks
-whether anything beats it: on a zoo slice 4 ns above its bound that probe found and proved
-the optimum in 0.8 deterministic s where the open search did not in 20 s): a probe proven
+whether anything beats it: on a zoo slice whose start was 4 ns above its bound, the cap
+start - 1 was solved to the optimum and proven in 0.8 deterministic s): a probe proven
 infeasible raises the lower bound to its cap + 1; the first probe with a solution keeps
 minimising under its cap. Each conclusion is exact for the model: the capped model holds
 every solution of makespan <= cap, so its optimum, when it has one, is the model's, and its
