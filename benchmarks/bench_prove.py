@@ -5,9 +5,11 @@ python benchmarks/bench_prove.py INSTANCE.json --tree before=/path/to/main --tre
     [--timing shared-noc] [--limit 60] [--threads 2] [--warm static] [--runs 1]
 
 Each solve is a subprocess with PYTHONPATH set to the tree, so both run the same CLI. Reported
-per solve: status, makespan, bound, wall seconds, and CP-SAT's deterministic time and branch
-count of its last (the 5b) search, read from the `--verbose` log: on a shared machine wall
-time varies 2-7x with the load, deterministic time does not. Runs alternate between trees.
+per solve: status, makespan, bound, wall seconds, CPU seconds (the subprocess's user + system
+time), and CP-SAT's deterministic time and branch count summed over the 5b searches the
+`--verbose` log shows (the probes and the search; the section-5 solve and the re-timings are
+not logged): on a shared machine wall time varies 2-7x with the load, CPU and deterministic
+time much less. Runs alternate between trees.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -34,8 +37,11 @@ def solve(tree: Path, instance: str, timing: str, limit: float, threads: int,
             cmd += ["--warm-start", warm]
         env = {**os.environ, "PYTHONPATH": str(tree)}
         started = time.perf_counter()
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
         wall = time.perf_counter() - started
+        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
         if done.returncode != 0:
             raise SystemExit(f"{tree}: exit {done.returncode}: {done.stderr[-500:]}")
         claims = json.loads(out.read_text())["claims"]
@@ -43,8 +49,9 @@ def solve(tree: Path, instance: str, timing: str, limit: float, threads: int,
     branches = re.findall(r"^branches: (\d+)", done.stderr, re.M)
     return {"status": claims["status"], "makespan_ns": claims["makespan_ns"],
             "bound_ns": claims["lower_bound_ns"], "wall_s": round(wall, 1),
-            "det": round(float(det[-1]), 2) if det else None,
-            "branches": int(branches[-1]) if branches else None,
+            "cpu_s": round(cpu, 1),
+            "det": round(sum(float(d) for d in det), 2) if det else None,
+            "branches": sum(int(b) for b in branches) if branches else None,
             "solver_status": claims["params"].get("solver_status")}
 
 
@@ -62,15 +69,16 @@ def main() -> None:
     starts = [None] + ([args.warm] if args.warm else [])
     print(f"# {args.instance} under {args.timing}, limit {args.limit:g} s, {args.threads} "
           f"threads; load average at start {os.getloadavg()[0]:.1f}")
-    print("| tree | start | run | status | makespan ns | bound ns | wall s | det time | "
+    print("| tree | start | run | status | makespan ns | bound ns | wall s | CPU s | det time | "
           "branches |")
-    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for run in range(1, args.runs + 1):
         for start in starts:
             for label, tree in trees:
                 r = solve(tree, args.instance, args.timing, args.limit, args.threads, start)
                 print(f"| {label} | {start or 'cold'} | {run} | {r['status']} | "
-                      f"{r['makespan_ns']:,} | {r['bound_ns']:,} | {r['wall_s']} | {r['det']} | "
+                      f"{r['makespan_ns']:,} | {r['bound_ns']:,} | {r['wall_s']} | {r['cpu_s']} | "
+                      f"{r['det']} | "
                       f"{r['branches']} |", flush=True)
     print(f"# load average at end {os.getloadavg()[0]:.1f}", file=sys.stderr)
 

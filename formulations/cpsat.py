@@ -33,6 +33,7 @@ from formulations.common import (
     warm_decisions,
 )
 from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, solver_for
+from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.model_map import VariableMap, pick_map
@@ -349,13 +350,13 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                          lower_bound_ns=claimed_bound(instance, ready.floor,
                                                       best.claims.makespan_ns),
                          params={**ready.params, "solver_status": "start meets the bound"})
-    status, solver = _search(cm, options, started)
+    status, solver, probed = _probe_then_search(cm, options, started, ready.floor, upper)
     params = {**ready.params, "solver_status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         if upper is not None or five.bound is not None:
             raise AssertionError("the 5b model is infeasible within a plan's makespan")
         raise _infeasible(instance, restrict)
-    bounds = [b for b in (ready.floor,) if b is not None]
+    bounds = [b for b in (ready.floor, probed) if b is not None]
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.UNKNOWN:
             bounds.append(ceil_integer(solver.best_objective_bound))
@@ -378,6 +379,39 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                      timing="shared-noc", release_ns=release,
                      status="optimal" if lower == schedule.makespan_ns else "feasible",
                      lower_bound_ns=lower, params=params)
+
+
+def _probe_then_search(cm: CpsatModel, options: SolveOptions, started: float,
+                       floor: int | None, upper: int | None
+                       ) -> tuple[int, cp_model.CpSolver, int | None]:
+    """Probe caps up from the floor (`cpsat_probe`), then search the model, bounded by what
+    the probes proved and hinted with what they found; the status, the solver holding the
+    solution and bound, and the probes' lower bound (None without a floor)."""
+    if floor is None:
+        return (*_search(cm, options, started), None)
+    probed = probe(cm, options, started, floor, upper)
+    if probed.status == cp_model.OPTIMAL and probed.solver is not None:
+        return probed.status, probed.solver, probed.lower
+    if probed.solver is not None:
+        _restart_from(cm, probed.solver)
+    cm.model.add(cm.makespan >= probed.lower)
+    if options.work_limit is not None:
+        options = replace(options, work_limit=max(0.0, options.work_limit - probed.work))
+    status, solver = _search(cm, options, started)
+    if probed.solver is not None and status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
+        return cp_model.FEASIBLE, probed.solver, probed.lower  # no time to take up the hint
+    return status, solver, probed.lower
+
+
+def _restart_from(cm: CpsatModel, solver: cp_model.CpSolver) -> None:
+    """Hint the model with the solver's solution and keep its search below that solution's
+    makespan and above its bound (both exact: the solution stays feasible)."""
+    cm.model.clear_hints()
+    for k in range(len(cm.model.proto.variables)):
+        v = cm.model.get_int_var_from_proto_index(k)
+        cm.model.add_hint(v, solver.value(v))
+    cm.model.add(cm.makespan <= round(solver.objective_value))
+    cm.model.add(cm.makespan >= ceil_integer(solver.best_objective_bound))
 
 
 LNS_SHARE = 0.3  # one thread under 5b: of the time (or work) left, for the LNS-rich phase
@@ -409,12 +443,7 @@ def _search(cm: CpsatModel, options: SolveOptions, started: float
     if status in (cp_model.OPTIMAL, cp_model.INFEASIBLE) or stop_requested():
         return status, first
     if status == cp_model.FEASIBLE:
-        cm.model.clear_hints()
-        for k in range(len(cm.model.proto.variables)):
-            v = cm.model.get_int_var_from_proto_index(k)
-            cm.model.add_hint(v, first.value(v))
-        cm.model.add(cm.makespan <= round(first.objective_value))
-        cm.model.add(cm.makespan >= ceil_integer(first.best_objective_bound))
+        _restart_from(cm, first)
     second = solver_for(replace(options, work_limit=share(1 - LNS_SHARE, options.work_limit)),
                         remaining(options.time_limit_s, started), "shared-noc")
     found = status == cp_model.FEASIBLE

@@ -1,0 +1,60 @@
+"""Probing caps up from a lower bound (formulations/cpsat_probe.py) is exact for the model:
+whatever valid floor it starts from, the bound it proves never passes the exhaustive 5b
+optimum, and a solution it reports optimal is that optimum."""
+
+from __future__ import annotations
+
+import json
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ortools.sat.python import cp_model
+
+from elk_opt.frontend.synthetic import synthetic_instance
+from elk_opt.io import plan_to_dict
+from elk_opt.methods import solve
+from elk_opt.solution import SolveOptions
+from formulations import cpsat
+from formulations.cpsat_probe import LAST_STEP, next_cap, probe
+from formulations.enumerate import enumerate_shared_optimum
+from tests.test_exact_shared import contended_instances
+
+SHARED = SolveOptions(threads=1, timing="shared-noc")
+
+
+@settings(max_examples=20, deadline=None)
+@given(contended_instances(max_ops=4), st.floats(0, 1))
+def test_probes_from_any_valid_floor_never_pass_the_exhaustive_optimum(instance, share):
+    optimum = enumerate_shared_optimum(instance).makespan_ns
+    ready = cpsat.prepare(instance, SHARED)
+    floor = int(share * optimum)  # any value up to the optimum is a valid lower bound
+    probed = probe(ready.cm, SHARED, time.perf_counter(), floor, ready.upper)
+    assert floor <= probed.lower <= optimum
+    if probed.solver is not None:
+        assert round(probed.solver.objective_value) >= optimum
+        assert probed.lower <= round(probed.solver.objective_value)
+    if probed.status == cp_model.OPTIMAL:
+        assert round(probed.solver.objective_value) == optimum == probed.lower
+
+
+def test_caps_stop_below_the_start_and_past_the_last_step():
+    assert next_cap(1000, None, 0.0) == 1000
+    assert next_cap(1000, None, 1 / 2000) == 1001
+    assert next_cap(1000, 1001, 1 / 500) == 1000  # at most the start's makespan - 1
+    assert next_cap(1001, 1001, 0.0) is None  # nothing beats the start
+    assert next_cap(1000, None, 2 * LAST_STEP) is None
+
+
+def test_a_work_limited_5b_solve_with_its_probes_repeats():
+    instance = synthetic_instance(ops=8, plans=3, seed=1, tightness=0.6)
+    options = SolveOptions(threads=1, work_limit=0.1, timing="shared-noc")
+    first, second = (solve(instance, "cpsat", options) for _ in range(2))
+    assert first.claims.params.get("fluid_bound_ns") is not None  # so the probes ran
+    assert _bytes(first) == _bytes(second)
+
+
+def _bytes(plan) -> str:
+    data = plan_to_dict(plan)
+    data["claims"].pop("wall_s")
+    return json.dumps(data, sort_keys=True)
