@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import elk_opt
-from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
+from elk_opt.bounds.run_all import BUDGET_SPENT, _capped, _Limits, lower_bounds
 from elk_opt.certification.certificate import exec_order
 from elk_opt.certification.check import check
 from elk_opt.certification.run import certify
@@ -390,3 +390,13 @@ def assert_holds_interrupted(doc: dict) -> None:
     assert elk_opt.verify(doc["plan"])["valid"]
     assert doc["lower_bound_ns"] <= doc["makespan_ns"]
     assert check(doc).problems == []
+
+
+def test_a_budget_is_split_over_distinct_windows_only():
+    instance = elk_opt.synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)  # 3 layers
+    lim = _Limits("shared-noc", 2000, 120.0, 0, 12, 30.0, 1, 30.0, 0, 120.0, 1, False)
+    capped = _capped(lim, 6.0, instance)
+    # 3 windows of 12 ops and 3 layers, 2 of each distinct (the first, then the repeated one)
+    assert capped.window_time_s == 3.0
+    assert capped.layers_time_s == 1.5
+    assert _capped(lim, 0.01, instance) is None

@@ -29,7 +29,6 @@ found; the window bound keeps the windows it had bounded. Solvers load only when
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -191,19 +190,29 @@ MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not start
 BUDGET_SPENT = "skipped: the time budget was spent"
 
 
+def _distinct(instance: Instance, windows: list[tuple[int, int]]) -> int:
+    """How many of `windows` ([a, b) op ranges) CP-SAT solves: a repeated one is solved once."""
+    from elk_opt.bounds.window import window_key
+
+    return max(1, len({window_key(instance, a, b) for a, b in windows}))
+
+
 def _capped(lim: _Limits, left: float, instance: Instance) -> _Limits | None:
     """The limits with every solver limit capped by `left` seconds (the window bound's per
-    window, by `left` over its windows; the layer windows', by half of `left` over theirs,
-    the fluid LP they feed taking the other half); None when less than MIN_SOLVER_S is
-    left."""
+    window, by `left` over its distinct windows; the layer windows', by half of `left` over
+    their distinct ones, the fluid LP they feed taking the other half); None when less than
+    MIN_SOLVER_S is left. Repeated windows cost nothing (each distinct window is solved once),
+    so a model of 80 identical layers gives its few distinct windows the whole share."""
     if left < MIN_SOLVER_S:
         return None
-    windows = math.ceil(len(instance.ops) / lim.window) if lim.window else 1
+    n = len(instance.ops)
+    windows = (_distinct(instance, [(a, min(n, a + lim.window)) for a in range(0, n, lim.window)])
+               if lim.window else 1)
     layer_windows = 1
     if lim.layers:
         from elk_opt.bounds.layers import layer_windows as cut
 
-        layer_windows = max(1, len(cut(instance, lim.layers)))
+        layer_windows = _distinct(instance, cut(instance, lim.layers))
     return replace(lim, fluid_time_s=round(min(lim.fluid_time_s, left), 3),
                    lp_time_s=round(min(lim.lp_time_s, left), 3),
                    window_time_s=round(min(lim.window_time_s, max(left / windows, 0.01)), 3),
