@@ -6,6 +6,7 @@ PYTHONPATH=. python benchmarks/bench_bounds.py --table
 PYTHONPATH=. python benchmarks/bench_bounds.py --scale [--baseline /work/main]
 PYTHONPATH=. python benchmarks/bench_bounds.py --settings [--limit 10]
 PYTHONPATH=. python benchmarks/bench_bounds.py --sram
+PYTHONPATH=. python benchmarks/bench_bounds.py --slices INSTANCE.json -o DIR [--limit 90]
 
 Memory: synthetic decoder instances (elk_opt.frontend.synthetic, 4 plans per op). Peak memory is
 tracemalloc's peak during the call (numpy's buffers included), above what the instance
@@ -31,6 +32,15 @@ best_objective_bound when it stops.
 
 --sram: the fluid LP against the fluid LP with SRAM (elk_opt.bounds.fluid_sram) on synthetic
 decoders (96 ops, 5 plans) where SRAM binds, under both timings, against Elk-Full's plan.
+
+--slices: which side of a whole model's gap is loose (issue 17). Slices of 1, 2 and 3
+consecutive middle decoder layers (from the middle layer window on, as instances of their own:
+elk_opt.bounds.window.window_instance) are written to DIR; on each, through the CLI with one
+thread: Elk-Full, polish warm-started from Elk-Full (--limit s), CP-SAT warm-started from
+polish (--limit s plus 60), and `elk-opt bound` (--layers-time 20). The table gives the best
+plan and best bound per slice, their differences from one slice to the next (what one more
+layer costs, the start-up and the tail cancelled), and the whole model's Elk-Full span per
+middle layer, which the slices' marginal costs are to be read against.
 """
 
 from __future__ import annotations
@@ -237,6 +247,66 @@ def sram() -> None:
                       flush=True)
 
 
+def slices(path: str, out: str, limit: float) -> None:
+    import json
+    import subprocess
+    from pathlib import Path
+
+    from elk_opt.bounds.layers import layer_windows
+    from elk_opt.bounds.window import window_instance
+    from elk_opt.evaluate import evaluate_plan
+    from elk_opt.io import load_instance, load_plan, save_instance
+
+    whole = load_instance(path)
+    windows = layer_windows(whole)
+    mid = len(windows) // 2
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def run(*argv: str) -> None:
+        subprocess.run(["elk-opt", *argv, "-q", "--threads", "1"], check=True,
+                       stdout=subprocess.DEVNULL)
+
+    plan = folder / "whole.elk-full.json"
+    if not plan.exists():
+        run("solve", path, "--method", "elk-full", "-o", str(plan))
+    schedule = evaluate_plan(load_plan(plan))
+    a, b = windows[mid][0], windows[mid + 1][0]
+    print(f"whole model: Elk-Full {schedule.makespan_ns:,} ns, span of layer window {mid} "
+          f"(E<{a}> start to E<{b}> start) {schedule.exec_start[b] - schedule.exec_start[a]:,} ns")
+    print("| layers | ops | Elk-Full ns | polish ns | CP-SAT ns (its bound) | best plan ns | "
+          "best bound ns (which) | gap | plan - previous | bound - previous |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    previous = None
+    for k in (1, 2, 3):
+        start, stop = windows[mid][0], windows[mid + k - 1][1]
+        sliced = folder / f"slice{k}.json"
+        save_instance(sliced, window_instance(whole, start, stop))
+        found = {}
+        for method, extra in (("elk-full", ()), ("polish", ("--warm-start", "elk-full",
+                                                             "--time-limit", f"{limit:g}")),
+                              ("cpsat", ("--warm-start", "polish",
+                                         "--time-limit", f"{limit + 60:g}"))):
+            target = folder / f"slice{k}.{method}.json"
+            if not target.exists():
+                run("solve", str(sliced), "--method", method, *extra, "-o", str(target))
+            found[method] = load_plan(target).claims
+        bounds = folder / f"slice{k}.bounds.json"
+        if not bounds.exists():
+            run("bound", str(sliced), "--layers-time", "20", "-o", str(bounds))
+        best_bound = json.loads(bounds.read_text())["best"]
+        plan_ns = min(c.makespan_ns for c in found.values())
+        bound_ns = max(best_bound["ns"], found["cpsat"].lower_bound_ns or 0)
+        which = best_bound["bound"] if best_bound["ns"] >= bound_ns else "cpsat"
+        steps = ("-", "-") if previous is None else (f"{plan_ns - previous[0]:,}",
+                                                     f"{bound_ns - previous[1]:,}")
+        print(f"| {k} | {stop - start} | {found['elk-full'].makespan_ns:,} | "
+              f"{found['polish'].makespan_ns:,} | {found['cpsat'].makespan_ns:,} "
+              f"({found['cpsat'].lower_bound_ns:,}) | {plan_ns:,} | {bound_ns:,} ({which}) | "
+              f"{plan_ns / bound_ns - 1:.2%} | {steps[0]} | {steps[1]} |", flush=True)
+        previous = (plan_ns, bound_ns)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="20000,100000")
@@ -246,7 +316,10 @@ def main() -> None:
     ap.add_argument("--scale", action="store_true")
     ap.add_argument("--settings", action="store_true")
     ap.add_argument("--sram", action="store_true")
-    ap.add_argument("--limit", type=float, default=10.0, help="--settings: seconds per solve")
+    ap.add_argument("--slices", metavar="INSTANCE", help="a whole model's instance JSON")
+    ap.add_argument("-o", "--out", help="--slices: folder for the slices and their plans")
+    ap.add_argument("--limit", type=float, default=None,
+                    help="--settings: seconds per solve (10); --slices: polish's (90)")
     ap.add_argument("--baseline", help="--scale: a checkout whose `elk-opt bound` is the "
                                        "baseline (e.g. the main branch's worktree)")
     args = ap.parse_args()
@@ -257,7 +330,10 @@ def main() -> None:
         scale(args.baseline)
         return
     if args.settings:
-        settings(args.limit)
+        settings(args.limit or 10.0)
+        return
+    if args.slices:
+        slices(args.slices, args.out or "slices", args.limit or 90.0)
         return
     if args.sram:
         sram()
