@@ -7,6 +7,7 @@ PYTHONPATH=. python benchmarks/bench_bounds.py --scale [--baseline /work/main]
 PYTHONPATH=. python benchmarks/bench_bounds.py --settings [--limit 10]
 PYTHONPATH=. python benchmarks/bench_bounds.py --sram
 PYTHONPATH=. python benchmarks/bench_bounds.py --slices INSTANCE.json -o DIR [--limit 90]
+PYTHONPATH=. python benchmarks/bench_bounds.py --budget 20 --instances A.json,B.json --baseline BASE
 
 Memory: synthetic decoder instances (elk_opt.frontend.synthetic, 4 plans per op). Peak memory is
 tracemalloc's peak during the call (numpy's buffers included), above what the instance
@@ -41,6 +42,12 @@ polish (--limit s plus 60), and `elk-opt bound` (--layers-time 20). The table gi
 plan and best bound per slice, their differences from one slice to the next (what one more
 layer costs, the start-up and the tail cancelled), and the whole model's Elk-Full span per
 middle layer, which the slices' marginal costs are to be read against.
+
+--budget: the solver-backed bounds of `elk-opt certify` under one time budget
+(`lower_bounds(instance, threads=1, time_budget_s=...)`, as certify's bound round calls it),
+this tree against the checkout given by --baseline, each in a fresh process (imports paid, as
+in certify's worker), alternating baseline and this tree per instance: each row's value, its
+per-window time limit and status.
 """
 
 from __future__ import annotations
@@ -307,6 +314,49 @@ def slices(path: str, out: str, limit: float) -> None:
         previous = (plan_ns, bound_ns)
 
 
+_BUDGET_RUN = """
+import json, sys, time
+from elk_opt.bounds.run_all import lower_bounds
+from elk_opt.io import load_instance
+instance = load_instance(sys.argv[1])
+started = time.perf_counter()
+report = lower_bounds(instance, threads=1, time_budget_s=float(sys.argv[2]))
+print(json.dumps({"rows": report["bounds"], "best": report["best"],
+                  "wall_s": time.perf_counter() - started}))
+"""
+
+
+def budget(seconds: float, instances: str, baseline: str) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    print("| instance | tree | row | ns | per-window limit s | status | wall s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    here = str(Path(__file__).resolve().parent.parent)
+    for path in instances.split(","):
+        for tree, root in (("baseline", baseline), ("this", here)):
+            env = {**os.environ, "PYTHONPATH": root}
+            # run in the tree (`python -c` puts the working directory first on sys.path)
+            done = subprocess.run([sys.executable, "-c", _BUDGET_RUN,
+                                   str(Path(path).resolve()), str(seconds)],
+                                  env=env, cwd=root, capture_output=True, text=True,
+                                  check=True)
+            report = json.loads(done.stdout)
+            for row in report["rows"]:
+                if row["bound"] in ("ideal", "hbm-cut", "port-total", "port-cut"):
+                    continue
+                ns = f"{row['ns']:,}" if row["ns"] is not None else "-"
+                print(f"| {Path(path).stem} | {tree} | {row['bound']} | {ns} | "
+                      f"{row['params'].get('time_limit_s', '-')} | {row['status']} | "
+                      f"{row['wall_s']:.1f} |", flush=True)
+            best = report["best"]
+            print(f"| {Path(path).stem} | {tree} | best: {best['bound']} | {best['ns']:,} | | | "
+                  f"{report['wall_s']:.1f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="20000,100000")
@@ -318,9 +368,11 @@ def main() -> None:
     ap.add_argument("--sram", action="store_true")
     ap.add_argument("--slices", metavar="INSTANCE", help="a whole model's instance JSON")
     ap.add_argument("-o", "--out", help="--slices: folder for the slices and their plans")
+    ap.add_argument("--budget", type=float, help="seconds for the solver-backed bounds")
+    ap.add_argument("--instances", help="--budget: instance JSON files, comma-separated")
     ap.add_argument("--limit", type=float, default=None,
                     help="--settings: seconds per solve (10); --slices: polish's (90)")
-    ap.add_argument("--baseline", help="--scale: a checkout whose `elk-opt bound` is the "
+    ap.add_argument("--baseline", help="--scale, --budget: a checkout whose bounds are the "
                                        "baseline (e.g. the main branch's worktree)")
     args = ap.parse_args()
     if args.table:
@@ -331,6 +383,9 @@ def main() -> None:
         return
     if args.settings:
         settings(args.limit or 10.0)
+        return
+    if args.budget is not None:
+        budget(args.budget, args.instances, args.baseline)
         return
     if args.slices:
         slices(args.slices, args.out or "slices", args.limit or 90.0)

@@ -23,7 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import elk_opt
-from elk_opt.bounds.run_all import BUDGET_SPENT, _capped, _Limits, lower_bounds
+from elk_opt.bounds.run_all import BUDGET_SPENT, MIN_SOLVER_S, _capped, _Limits, lower_bounds
 from elk_opt.certification.certificate import exec_order
 from elk_opt.certification.check import check
 from elk_opt.certification.run import certify
@@ -400,3 +400,17 @@ def test_a_budget_is_split_over_distinct_windows_only():
     assert capped.window_time_s == 3.0
     assert capped.layers_time_s == 1.5
     assert _capped(lim, 0.01, instance) is None
+
+
+def test_the_layer_windows_and_their_lp_stay_within_a_budget():
+    instance = elk_opt.synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)
+    lower_bounds(instance, window=0, layers=0, fluid_sram_max_ops=0, lp_max_ops=0)  # imports
+    budget = 6.0
+    rows = {r["bound"]: r for r in lower_bounds(instance, time_budget_s=budget, window=0,
+                                                threads=1, fluid_sram_max_ops=0,
+                                                lp_max_ops=0)["bounds"]}
+    if rows["layers1"]["status"] == "skipped":
+        return  # the fluid LP spent the budget on a loaded machine: nothing to check
+    # the LP is limited to what the windows left, not to what was left before them
+    lp = rows["fluid-layers"]["params"]["lp_time_s"]
+    assert lp <= max(MIN_SOLVER_S, budget - rows["layers1"]["wall_s"]) + 0.01

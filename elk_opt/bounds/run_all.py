@@ -57,6 +57,7 @@ class _Limits:
     lp_time_s: float
     threads: int
     progress: bool
+    ends: float | None = None  # perf_counter time the budget ends (None: no budget)
 
     def say(self, text: str) -> None:
         if self.progress:
@@ -169,14 +170,17 @@ def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
     from elk_opt.bounds.fluid_layers import fluid_layers_bound
     lim.say("fluid LP with the layer windows as rows...")
     started = time.perf_counter()
-    fb = fluid_layers_bound(instance, lim.timing, lim.layers_time_s, lim.fluid_time_s,
+    lp_time_s = lim.fluid_time_s
+    if lim.ends is not None:  # the LP gets what the windows left of the budget
+        lp_time_s = round(max(MIN_SOLVER_S, min(lp_time_s, lim.ends - time.perf_counter())), 3)
+    fb = fluid_layers_bound(instance, lim.timing, lim.layers_time_s, lp_time_s,
                             lim.threads, per=lim.layers, windows=lb)
     done = fb.bound_ns is not None
     row = _row("fluid-layers", started, fb.bound_ns, timings, "instance",
                f"the fluid LP, each of the {fb.windows} layer windows' time at least its "
-               "bound" if done else f"not finished in {lim.fluid_time_s:g} s",
+               "bound" if done else f"not finished in {lp_time_s:g} s",
                status=status if done else "time-limit",
-               params={**params, "lp_time_s": lim.fluid_time_s})
+               params={**params, "lp_time_s": lp_time_s})
     row["wall_s"] += lb.wall_s  # the windows' time is part of its cost
     rows.append(row)
     return rows
@@ -200,7 +204,7 @@ def _distinct(instance: Instance, windows: list[tuple[int, int]]) -> int:
 def _capped(lim: _Limits, left: float, instance: Instance) -> _Limits | None:
     """The limits with every solver limit capped by `left` seconds (the window bound's per
     window, by `left` over its distinct windows; the layer windows', by half of `left` over
-    their distinct ones, the fluid LP they feed taking the other half); None when less than
+    their distinct ones, the fluid LP they feed taking what they leave); None when less than
     MIN_SOLVER_S is left. Repeated windows cost nothing (each distinct window is solved once),
     so a model of 80 identical layers gives its few distinct windows the whole share."""
     if left < MIN_SOLVER_S:
@@ -213,7 +217,8 @@ def _capped(lim: _Limits, left: float, instance: Instance) -> _Limits | None:
         from elk_opt.bounds.layers import layer_windows as cut
 
         layer_windows = _distinct(instance, cut(instance, lim.layers))
-    return replace(lim, fluid_time_s=round(min(lim.fluid_time_s, left), 3),
+    return replace(lim, ends=time.perf_counter() + left,
+                   fluid_time_s=round(min(lim.fluid_time_s, left), 3),
                    lp_time_s=round(min(lim.lp_time_s, left), 3),
                    window_time_s=round(min(lim.window_time_s, max(left / windows, 0.01)), 3),
                    layers_time_s=round(min(lim.layers_time_s,
