@@ -173,6 +173,8 @@ def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
     lp_time_s = lim.fluid_time_s
     if lim.ends is not None:  # the LP gets what the windows left of the budget
         lp_time_s = round(max(MIN_SOLVER_S, min(lp_time_s, lim.ends - time.perf_counter())), 3)
+    # params keep the uncapped limit: an LP that finished within less time reaches the same
+    # optimum within more, so `recompute` reproduces it on a busier machine too
     fb = fluid_layers_bound(instance, lim.timing, lim.layers_time_s, lp_time_s,
                             lim.threads, per=lim.layers, windows=lb)
     done = fb.bound_ns is not None
@@ -180,7 +182,7 @@ def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
                f"the fluid LP, each of the {fb.windows} layer windows' time at least its "
                "bound" if done else f"not finished in {lp_time_s:g} s",
                status=status if done else "time-limit",
-               params={**params, "lp_time_s": lp_time_s})
+               params={**params, "lp_time_s": lim.fluid_time_s})
     row["wall_s"] += lb.wall_s  # the windows' time is part of its cost
     rows.append(row)
     return rows
