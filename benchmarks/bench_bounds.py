@@ -6,6 +6,8 @@ PYTHONPATH=. python benchmarks/bench_bounds.py --table
 PYTHONPATH=. python benchmarks/bench_bounds.py --scale [--baseline /work/main]
 PYTHONPATH=. python benchmarks/bench_bounds.py --settings [--limit 10]
 PYTHONPATH=. python benchmarks/bench_bounds.py --sram
+PYTHONPATH=. python benchmarks/bench_bounds.py --slices INSTANCE.json -o DIR [--limit 90]
+PYTHONPATH=. python benchmarks/bench_bounds.py --budget 20 --instances A.json,B.json --baseline BASE
 
 Memory: synthetic decoder instances (elk_opt.frontend.synthetic, 4 plans per op). Peak memory is
 tracemalloc's peak during the call (numpy's buffers included), above what the instance
@@ -31,6 +33,21 @@ best_objective_bound when it stops.
 
 --sram: the fluid LP against the fluid LP with SRAM (elk_opt.bounds.fluid_sram) on synthetic
 decoders (96 ops, 5 plans) where SRAM binds, under both timings, against Elk-Full's plan.
+
+--slices: which side of a whole model's gap is loose (issue 17). Slices of 1, 2 and 3
+consecutive middle decoder layers (from the middle layer window on, as instances of their own:
+elk_opt.bounds.window.window_instance) are written to DIR; on each, through the CLI with one
+thread: Elk-Full, polish warm-started from Elk-Full (--limit s), CP-SAT warm-started from
+polish (--limit s plus 60), and `elk-opt bound` (--layers-time 20). The table gives the best
+plan and best bound per slice, their differences from one slice to the next (what one more
+layer costs, the start-up and the tail cancelled), and the whole model's Elk-Full span per
+middle layer, which the slices' marginal costs are to be read against.
+
+--budget: the solver-backed bounds of `elk-opt certify` under one time budget
+(`lower_bounds(instance, threads=1, time_budget_s=...)`, as certify's bound round calls it),
+this tree against the checkout given by --baseline, each in a fresh process (imports paid, as
+in certify's worker), alternating baseline and this tree per instance: each row's value, its
+per-window time limit and status.
 """
 
 from __future__ import annotations
@@ -237,6 +254,109 @@ def sram() -> None:
                       flush=True)
 
 
+def slices(path: str, out: str, limit: float) -> None:
+    import json
+    import subprocess
+    from pathlib import Path
+
+    from elk_opt.bounds.layers import layer_windows
+    from elk_opt.bounds.window import window_instance
+    from elk_opt.evaluate import evaluate_plan
+    from elk_opt.io import load_instance, load_plan, save_instance
+
+    whole = load_instance(path)
+    windows = layer_windows(whole)
+    mid = len(windows) // 2
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+
+    def run(*argv: str) -> None:
+        subprocess.run(["elk-opt", *argv, "-q", "--threads", "1"], check=True,
+                       stdout=subprocess.DEVNULL)
+
+    plan = folder / "whole.elk-full.json"
+    if not plan.exists():
+        run("solve", path, "--method", "elk-full", "-o", str(plan))
+    schedule = evaluate_plan(load_plan(plan))
+    a, b = windows[mid][0], windows[mid + 1][0]
+    print(f"whole model: Elk-Full {schedule.makespan_ns:,} ns, span of layer window {mid} "
+          f"(E<{a}> start to E<{b}> start) {schedule.exec_start[b] - schedule.exec_start[a]:,} ns")
+    print("| layers | ops | Elk-Full ns | polish ns | CP-SAT ns (its bound) | best plan ns | "
+          "best bound ns (which) | gap | plan - previous | bound - previous |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    previous = None
+    for k in (1, 2, 3):
+        start, stop = windows[mid][0], windows[mid + k - 1][1]
+        sliced = folder / f"slice{k}.json"
+        save_instance(sliced, window_instance(whole, start, stop))
+        found = {}
+        for method, extra in (("elk-full", ()), ("polish", ("--warm-start", "elk-full",
+                                                             "--time-limit", f"{limit:g}")),
+                              ("cpsat", ("--warm-start", "polish",
+                                         "--time-limit", f"{limit + 60:g}"))):
+            target = folder / f"slice{k}.{method}.json"
+            if not target.exists():
+                run("solve", str(sliced), "--method", method, *extra, "-o", str(target))
+            found[method] = load_plan(target).claims
+        bounds = folder / f"slice{k}.bounds.json"
+        if not bounds.exists():
+            run("bound", str(sliced), "--layers-time", "20", "-o", str(bounds))
+        best_bound = json.loads(bounds.read_text())["best"]
+        plan_ns = min(c.makespan_ns for c in found.values())
+        bound_ns = max(best_bound["ns"], found["cpsat"].lower_bound_ns or 0)
+        which = best_bound["bound"] if best_bound["ns"] >= bound_ns else "cpsat"
+        steps = ("-", "-") if previous is None else (f"{plan_ns - previous[0]:,}",
+                                                     f"{bound_ns - previous[1]:,}")
+        print(f"| {k} | {stop - start} | {found['elk-full'].makespan_ns:,} | "
+              f"{found['polish'].makespan_ns:,} | {found['cpsat'].makespan_ns:,} "
+              f"({found['cpsat'].lower_bound_ns:,}) | {plan_ns:,} | {bound_ns:,} ({which}) | "
+              f"{plan_ns / bound_ns - 1:.2%} | {steps[0]} | {steps[1]} |", flush=True)
+        previous = (plan_ns, bound_ns)
+
+
+_BUDGET_RUN = """
+import json, sys, time
+from elk_opt.bounds.run_all import lower_bounds
+from elk_opt.io import load_instance
+instance = load_instance(sys.argv[1])
+started = time.perf_counter()
+report = lower_bounds(instance, threads=1, time_budget_s=float(sys.argv[2]))
+print(json.dumps({"rows": report["bounds"], "best": report["best"],
+                  "wall_s": time.perf_counter() - started}))
+"""
+
+
+def budget(seconds: float, instances: str, baseline: str) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    print("| instance | tree | row | ns | per-window limit s | status | wall s |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    here = str(Path(__file__).resolve().parent.parent)
+    for path in instances.split(","):
+        for tree, root in (("baseline", baseline), ("this", here)):
+            env = {**os.environ, "PYTHONPATH": root}
+            # run in the tree (`python -c` puts the working directory first on sys.path)
+            done = subprocess.run([sys.executable, "-c", _BUDGET_RUN,
+                                   str(Path(path).resolve()), str(seconds)],
+                                  env=env, cwd=root, capture_output=True, text=True,
+                                  check=True)
+            report = json.loads(done.stdout)
+            for row in report["rows"]:
+                if row["bound"] in ("ideal", "hbm-cut", "port-total", "port-cut"):
+                    continue
+                ns = f"{row['ns']:,}" if row["ns"] is not None else "-"
+                print(f"| {Path(path).stem} | {tree} | {row['bound']} | {ns} | "
+                      f"{row['params'].get('time_limit_s', '-')} | {row['status']} | "
+                      f"{row['wall_s']:.1f} |", flush=True)
+            best = report["best"]
+            print(f"| {Path(path).stem} | {tree} | best: {best['bound']} | {best['ns']:,} | | | "
+                  f"{report['wall_s']:.1f} |", flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", default="20000,100000")
@@ -246,8 +366,13 @@ def main() -> None:
     ap.add_argument("--scale", action="store_true")
     ap.add_argument("--settings", action="store_true")
     ap.add_argument("--sram", action="store_true")
-    ap.add_argument("--limit", type=float, default=10.0, help="--settings: seconds per solve")
-    ap.add_argument("--baseline", help="--scale: a checkout whose `elk-opt bound` is the "
+    ap.add_argument("--slices", metavar="INSTANCE", help="a whole model's instance JSON")
+    ap.add_argument("-o", "--out", help="--slices: folder for the slices and their plans")
+    ap.add_argument("--budget", type=float, help="seconds for the solver-backed bounds")
+    ap.add_argument("--instances", help="--budget: instance JSON files, comma-separated")
+    ap.add_argument("--limit", type=float, default=None,
+                    help="--settings: seconds per solve (10); --slices: polish's (90)")
+    ap.add_argument("--baseline", help="--scale, --budget: a checkout whose bounds are the "
                                        "baseline (e.g. the main branch's worktree)")
     args = ap.parse_args()
     if args.table:
@@ -257,7 +382,13 @@ def main() -> None:
         scale(args.baseline)
         return
     if args.settings:
-        settings(args.limit)
+        settings(args.limit or 10.0)
+        return
+    if args.budget is not None:
+        budget(args.budget, args.instances, args.baseline)
+        return
+    if args.slices:
+        slices(args.slices, args.out or "slices", args.limit or 90.0)
         return
     if args.sram:
         sram()

@@ -23,7 +23,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import elk_opt
-from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
+from elk_opt.bounds.run_all import (
+    BUDGET_SPENT,
+    MIN_SOLVER_S,
+    _capped,
+    _Limits,
+    lower_bounds,
+    recompute,
+)
+from elk_opt.bounds.window import window_key
 from elk_opt.certification.certificate import exec_order
 from elk_opt.certification.check import check
 from elk_opt.certification.run import certify
@@ -239,7 +247,9 @@ def test_run_all_honours_a_total_budget():
         limit = row["params"].get("time_limit_s")
         assert limit is None or limit <= 3.0, row
         if row["bound"].startswith("window") and row["ns"] is not None:
-            assert row["params"]["time_limit_s"] * 4 <= 3.0 + 0.01  # 4 windows share it (rounded)
+            # its distinct windows share it (rounded): each is solved once
+            distinct = {window_key(instance, a, a + 6) for a in range(0, 24, 6)}
+            assert row["params"]["time_limit_s"] * len(distinct) <= 3.0 + 0.01
     with pytest.raises(UsageError):
         lower_bounds(instance, time_budget_s=-1)
 
@@ -406,3 +416,40 @@ def test_a_free_order_plan_is_certified_with_bounds_for_every_order(worker):
     assert {"ideal", "hbm-cut-any"} <= {b["name"] for b in doc["bounds"]}
     assert doc["lower_bound_ns"] == doc["makespan_ns"] == plan.claims.makespan_ns
     assert_holds(doc)
+
+
+def test_a_budget_is_split_over_distinct_windows_only():
+    instance = elk_opt.synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)  # 3 layers
+    lim = _Limits("shared-noc", 2000, 120.0, 0, 12, 30.0, 1, 30.0, 0, 120.0, 1, False)
+    capped = _capped(lim, 6.0, instance)
+    # 3 windows of 12 ops and 3 layers, 2 of each distinct (the first, then the repeated one)
+    assert capped.window_time_s == 3.0
+    assert capped.layers_time_s == 1.5
+    assert _capped(lim, 0.01, instance) is None
+
+
+def test_the_layer_windows_and_their_lp_stay_within_a_budget(monkeypatch):
+    import elk_opt.bounds.fluid_layers as fluid_layers
+
+    instance = elk_opt.synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)
+    lower_bounds(instance, window=0, layers=0, fluid_sram_max_ops=0, lp_max_ops=0)  # imports
+    given: list[float] = []
+    real = fluid_layers.fluid_layers_bound
+
+    def spy(*args, **kwargs):
+        given.append(args[3])  # lp_time_s
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fluid_layers, "fluid_layers_bound", spy)
+    budget = 6.0
+    rows = {r["bound"]: r for r in lower_bounds(instance, time_budget_s=budget, window=0,
+                                                threads=1, fluid_sram_max_ops=0,
+                                                lp_max_ops=0)["bounds"]}
+    if rows["layers1"]["status"] == "skipped":
+        return  # the fluid LP spent the budget on a loaded machine: nothing to check
+    # the LP is limited to what the windows left, not to what was left before them
+    assert given and given[0] <= max(MIN_SOLVER_S, budget - rows["layers1"]["wall_s"]) + 0.01
+    # its row records the uncapped limit, under which `recompute` reaches the same optimum
+    if rows["fluid-layers"]["ns"] is not None:
+        assert recompute(instance, "shared-noc", "fluid-layers",
+                         rows["fluid-layers"]["params"]) == rows["fluid-layers"]["ns"]

@@ -32,7 +32,6 @@ Solvers load only when asked for.
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from collections.abc import Callable
@@ -68,6 +67,7 @@ class _Limits:
     lp_time_s: float
     threads: int
     progress: bool
+    ends: float | None = None  # perf_counter time the budget ends (None: no budget)
 
     def say(self, text: str) -> None:
         if self.progress:
@@ -180,12 +180,17 @@ def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
     from elk_opt.bounds.fluid_layers import fluid_layers_bound
     lim.say("fluid LP with the layer windows as rows...")
     started = time.perf_counter()
-    fb = fluid_layers_bound(instance, lim.timing, lim.layers_time_s, lim.fluid_time_s,
+    lp_time_s = lim.fluid_time_s
+    if lim.ends is not None:  # the LP gets what the windows left of the budget
+        lp_time_s = round(max(MIN_SOLVER_S, min(lp_time_s, lim.ends - time.perf_counter())), 3)
+    # params keep the uncapped limit: an LP that finished within less time reaches the same
+    # optimum within more, so `recompute` reproduces it on a busier machine too
+    fb = fluid_layers_bound(instance, lim.timing, lim.layers_time_s, lp_time_s,
                             lim.threads, per=lim.layers, windows=lb)
     done = fb.bound_ns is not None
     row = _row("fluid-layers", started, fb.bound_ns, timings, "instance",
                f"the fluid LP, each of the {fb.windows} layer windows' time at least its "
-               "bound" if done else f"not finished in {lim.fluid_time_s:g} s",
+               "bound" if done else f"not finished in {lp_time_s:g} s",
                status=status if done else "time-limit",
                params={**params, "lp_time_s": lim.fluid_time_s})
     row["wall_s"] += lb.wall_s  # the windows' time is part of its cost
@@ -201,20 +206,31 @@ MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not start
 BUDGET_SPENT = "skipped: the time budget was spent"
 
 
+def _distinct(instance: Instance, windows: list[tuple[int, int]]) -> int:
+    """How many of `windows` ([a, b) op ranges) CP-SAT solves: a repeated one is solved once."""
+    from elk_opt.bounds.window import window_key
+
+    return max(1, len({window_key(instance, a, b) for a, b in windows}))
+
+
 def _capped(lim: _Limits, left: float, instance: Instance) -> _Limits | None:
     """The limits with every solver limit capped by `left` seconds (the window bound's per
-    window, by `left` over its windows; the layer windows', by half of `left` over theirs,
-    the fluid LP they feed taking the other half); None when less than MIN_SOLVER_S is
-    left."""
+    window, by `left` over its distinct windows; the layer windows', by half of `left` over
+    their distinct ones, the fluid LP they feed taking what they leave); None when less than
+    MIN_SOLVER_S is left. Repeated windows cost nothing (each distinct window is solved once),
+    so a model of 80 identical layers gives its few distinct windows the whole share."""
     if left < MIN_SOLVER_S:
         return None
-    windows = math.ceil(len(instance.ops) / lim.window) if lim.window else 1
+    n = len(instance.ops)
+    windows = (_distinct(instance, [(a, min(n, a + lim.window)) for a in range(0, n, lim.window)])
+               if lim.window else 1)
     layer_windows = 1
     if lim.layers:
         from elk_opt.bounds.layers import layer_windows as cut
 
-        layer_windows = max(1, len(cut(instance, lim.layers)))
-    return replace(lim, fluid_time_s=round(min(lim.fluid_time_s, left), 3),
+        layer_windows = _distinct(instance, cut(instance, lim.layers))
+    return replace(lim, ends=time.perf_counter() + left,
+                   fluid_time_s=round(min(lim.fluid_time_s, left), 3),
                    lp_time_s=round(min(lim.lp_time_s, left), 3),
                    window_time_s=round(min(lim.window_time_s, max(left / windows, 0.01)), 3),
                    layers_time_s=round(min(lim.layers_time_s,
