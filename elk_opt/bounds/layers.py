@@ -41,6 +41,7 @@ a window nothing; see the module's benchmark in BENCHMARKS.md.
 
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass
 
@@ -83,10 +84,12 @@ def layer_windows(instance: Instance, per: int = 1,
     return [(runs[k][0], runs[min(k + per, len(runs)) - 1][1]) for k in range(0, len(runs), per)]
 
 
-def solver_for_bound(time_limit_s: float, threads: int) -> cp_model.CpSolver:
+def solver_for_bound(time_limit_s: float, threads: int,
+                     deterministic: bool = False) -> cp_model.CpSolver:
     """CP-SAT set to raise the lower bound, not to find plans (BENCHMARKS.md, "Layer windows":
     the LP-based tree search proves a 5b layer's relaxation where the default portfolio does
-    not move its bound above the exec chain)."""
+    not move its bound above the exec chain). `deterministic`: one worker stops on its
+    deterministic limit only, with no wall-clock cap (for recomputing a recorded bound)."""
     solver = cp_model.CpSolver()
     prm = solver.parameters
     prm.max_time_in_seconds = time_limit_s
@@ -96,8 +99,13 @@ def solver_for_bound(time_limit_s: float, threads: int) -> cp_model.CpSolver:
         prm.optimize_with_lb_tree_search = True
         # One worker under a deterministic limit reaches the same bound on any machine, so a
         # certificate's row recomputes to its recorded value (wall time: a safety cap).
+        # A run the cap stopped early (a starved machine) followed the same search for less
+        # work, so its bound is at most the uncapped one: a deterministic recompute is never
+        # below the recorded value.
         prm.max_deterministic_time = time_limit_s
         prm.max_time_in_seconds = 4 * time_limit_s + 1
+        if deterministic:
+            prm.max_time_in_seconds = math.inf  # CP-SAT's own default: no wall limit
     else:
         prm.subsolvers.extend(["lb_tree_search", "max_lp", "default_lp"][:threads])
     return solver
@@ -105,7 +113,7 @@ def solver_for_bound(time_limit_s: float, threads: int) -> cp_model.CpSolver:
 
 def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: float = 10.0,
                 threads: int = 1, max_width: int = DEFAULT_MAX_WIDTH,
-                progress: bool = False) -> LayerBound:
+                progress: bool = False, deterministic: bool = False) -> LayerBound:
     """The sum of the layer windows' relaxation bounds (module docstring) under `timing`.
 
     A SIGINT stops at once: the windows bounded so far still sum to a lower bound, since
@@ -124,7 +132,7 @@ def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: 
                 cm = build(window_instance(instance, a, b), Restrictions(), timing=timing)
                 if a > 0:
                     cm.model.minimize(cm.exec_end[-1] - cm.exec_start[0])
-                solver = solver_for_bound(time_limit_s, threads)
+                solver = solver_for_bound(time_limit_s, threads, deterministic)
                 status = interrupt.solve(solver, cm.model)
                 if status == cp_model.INFEASIBLE:
                     raise UsageError(f"instance {instance.name!r} is infeasible (ops {a}-{b - 1} "
