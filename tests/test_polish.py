@@ -103,9 +103,9 @@ def test_a_repeated_layer_is_solved_once_and_applied_to_its_twins():
     r = region_of(instance, search.inc, 24, 36, 1)
     assert search.twin_shifts(r) == [-12, 12, 24]  # the regions [11, 37) shifted a layer
     start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
-    plan = run_method(instance, "polish", SolveOptions(
-        threads=1, timing="shared-noc", warm_start="basic", warm_plan=start,
-        params={"window_time": 2.0, "margin": 1}))
+    plan = run_method(instance, "polish", SolveOptions(  # windows stop on work, not seconds
+        threads=1, timing="shared-noc", warm_start="basic", warm_plan=start, work_limit=0.2,
+        params={"margin": 1}))
     params = plan.claims.params
     assert params["twins_applied"] >= 1
     assert params["windows_solved"] < params["passes"] * 7  # not every window of every pass
@@ -126,6 +126,8 @@ def test_a_time_limit_returns_the_best_plan_with_the_reason():
 
 
 def test_a_fixed_work_budget_repeats():
+    """Polish on a work budget repeats byte for byte (wall_s aside); the heuristics' own
+    repeatability is tests/test_solver_limits.py's."""
     instance = synthetic_instance(ops=36, plans=4, seed=5, tightness=0.6)
     start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
     options = SolveOptions(threads=1, work_limit=0.2, timing="shared-noc", warm_start="basic",
