@@ -44,9 +44,11 @@ def _holds(plan, start: int) -> int:
        st.sampled_from(["basic", "elk-dyn"]))
 def test_polish_verifies_and_never_worsens_its_start(instance, timing, warm):
     start = run_method(instance, warm, SolveOptions(timing=timing))
+    # windows stop on work, not on seconds: a second of wall clock per window let one loaded
+    # run of this test take 18 minutes
     plan = run_method(instance, "polish", SolveOptions(
-        threads=1, timing=timing, warm_start=warm, warm_plan=start,
-        params={"window_time": 1.0, "margin": 1}))
+        threads=1, timing=timing, warm_start=warm, warm_plan=start, work_limit=0.1,
+        params={"margin": 1}))
     assert plan.claims.params["start_makespan_ns"] == start.claims.makespan_ns
     _holds(plan, start.claims.makespan_ns)
 
@@ -56,8 +58,8 @@ def test_polish_verifies_and_never_worsens_its_start(instance, timing, warm):
 def test_polish_on_unlayered_instances_verifies(instance, timing):
     start = run_method(instance, "basic", SolveOptions(timing=timing))
     plan = run_method(instance, "polish", SolveOptions(
-        threads=1, timing=timing, warm_start="basic", warm_plan=start,
-        params={"width": 3, "stride": 2, "window_time": 1.0, "margin": 1}))
+        threads=1, timing=timing, warm_start="basic", warm_plan=start, work_limit=0.1,
+        params={"width": 3, "stride": 2, "margin": 1}))
     _holds(plan, start.claims.makespan_ns)
 
 
