@@ -115,3 +115,27 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if keys and keys[0] in names:
             for name in sorted(names[keys[0]] - _explicit_groups(item)):
                 item.add_marker(pytest.mark.xdist_group(name))
+
+
+# xdist (3.8) names a grouped test's work unit by appending "@group" to `item._nodeid`; since
+# pytest 9.2 the id lives in `item._id`, so that assignment is lost, no test is grouped, and
+# each test process built every shared fixture again (the `reproduce --quick` run twice, at
+# once). After xdist's hook, a grouped test whose id lacks its group gets it here, as xdist
+# means it to; on a pytest where xdist's own assignment works, nothing is left to do.
+
+class _GroupIds:
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config,
+                                      items: list[pytest.Item]) -> None:
+        if not config.getoption("loadgroup", False):  # set in xdist's test processes
+            return
+        for item in items:
+            groups = _explicit_groups(item)
+            if groups and "@" not in item.nodeid and hasattr(item, "_id"):
+                from _pytest.nodeid import NodeId
+
+                item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(sorted(groups))}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.pluginmanager.register(_GroupIds(), "elk-opt-xdist-group-ids")

@@ -209,10 +209,16 @@ def test_two_outputs_naming_one_file_are_refused(tmp_path, capsys):
 
 @pytest.mark.parametrize("command", ["solve", "instance", "lower", "bound", "compare",
                                      "simulate"])
-def test_dash_is_standard_output_and_messages_go_to_stderr(tmp_path, command):
-    done = _elk(*_output_commands(tmp_path)[command], "-", cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    assert isinstance(json.loads(done.stdout), dict | list)
+def test_dash_is_standard_output_and_messages_go_to_stderr(tmp_path, capsys, monkeypatch,
+                                                          command):
+    from elk_opt.cli import main
+
+    args = _output_commands(tmp_path)[command]
+    monkeypatch.chdir(tmp_path)
+    capsys.readouterr()
+    assert main([*args, "-"]) == 0
+    out, err = capsys.readouterr()
+    assert isinstance(json.loads(out), dict | list), err
     assert not (tmp_path / "-").exists()
 
 

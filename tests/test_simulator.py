@@ -115,13 +115,15 @@ def assert_exact(plan: Plan, chip: Chip | None = None) -> None:
 
 # ---------------------------------------------------------------- exact without sharing
 
-@settings(max_examples=1000)
+# Sharing `port` is also checked on 1,000 random programs by tests/test_sim_port.py, and both
+# exact sharings on every method's plans below.
+@settings(max_examples=300)
 @given(random_plans(random_instances(max_ops=8, max_plans=3, noc=True)))
 def test_exact_sharing_on_random_dags(plan):
     assert_exact(plan)
 
 
-@settings(max_examples=500)
+@settings(max_examples=200)
 @given(random_plans(), st.booleans())
 def test_exact_sharing_on_synthetic_plans(plan, on_mesh):
     assert_exact(plan, mesh_of(plan.instance.chip) if on_mesh else None)

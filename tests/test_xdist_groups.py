@@ -1,6 +1,9 @@
 """tests/conftest.py puts the tests that share an expensive fixture into one xdist group, so
 that one test process builds it once; other tests stay free to go to any process."""
 
+import os
+from pathlib import Path
+
 import pytest
 
 pytest_plugins = ["pytester"]
@@ -46,3 +49,35 @@ def test_tests_sharing_a_wide_fixture_share_one_group(pytester):
     assert "mine" in linked[0] and len(linked[0]) == 2
     assert groups["test_e"] == set()  # function-scoped and pytest's own fixtures: no group
     assert groups["test_f"] == {"alone"}  # an explicit group on its own is left alone
+
+
+ONCE = """
+import os
+import pytest
+
+@pytest.fixture(scope="module")
+def study():
+    with open("built.txt", "a") as f:
+        f.write(f"{os.getpid()}\\n")
+    return 1
+
+def test_a(study): pass
+def test_b(study): pass
+def test_c(study): pass
+def test_d(study): pass
+def test_e(): pass
+def test_f(): pass
+"""
+
+
+def test_two_test_processes_build_a_shared_fixture_once(pytester, monkeypatch):
+    """The groups reach xdist's scheduler: one process runs every test of a group (pytest 9.2
+    broke the way xdist marks them; tests/conftest.py repairs it)."""
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(
+        [str(root), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    pytester.makepyfile(test_once=ONCE)
+    result = pytester.runpytest_subprocess("-p", "tests.conftest", "-n", "2", "--dist",
+                                           "loadgroup", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=6)
+    assert len((pytester.path / "built.txt").read_text().splitlines()) == 1

@@ -20,7 +20,6 @@ from elk_opt.frontend.chips import DEFAULT_CHIP, NOC_OCCUPANCIES, load_chip
 from elk_opt.frontend.cost import DEFAULT_COST_MODEL
 from elk_opt.frontend.partition import SearchOptions
 from elk_opt.frontend.sources import instance_from_source
-from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import save_instance
 from elk_opt.problem import Instance
 
@@ -78,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--ops x --plans must be at most {MAX_SYNTHETIC_PLANS:,} (the "
                              f"scale the evaluator is benchmarked at), got {args.ops:,} x "
                              f"{args.plans:,}")
+        from elk_opt.frontend.synthetic import synthetic_instance  # numpy: only when used
+
         try:
             instance = synthetic_instance(args.ops, args.plans, args.seed, args.tightness)
         except ValueError as e:

@@ -19,14 +19,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from math import prod
 from pathlib import Path
-
-import onnx
-from onnx import TensorProto
+from typing import TYPE_CHECKING
 
 from elk_opt.errors import InputError
 from elk_opt.io import read_bytes
+
+if TYPE_CHECKING:  # onnx takes seconds to import: only the functions that read a model load it
+    import onnx
 
 MIN_WEIGHT_ELEMS = 64
 MAX_ONNX_BYTES = 2**31  # protobuf's own limit on one message; /dev/zero stops here
@@ -58,13 +60,16 @@ GATHER_OPS = {"Gather", "GatherElements", "GatherND"}
 KNOWN_OPS = VIEW_OPS | HOST_OPS | ELEMENTWISE_OPS | NORM_OPS | SOFTMAX_OPS | REDUCE_OPS \
     | MATMUL_OPS | GATHER_OPS
 
-ELEM_BYTES = {
-    TensorProto.FLOAT: 4, TensorProto.FLOAT16: 2, TensorProto.BFLOAT16: 2, TensorProto.DOUBLE: 8,
-    TensorProto.INT64: 8, TensorProto.INT32: 4, TensorProto.INT16: 2, TensorProto.INT8: 1,
-    TensorProto.UINT8: 1, TensorProto.UINT16: 2, TensorProto.UINT32: 4, TensorProto.UINT64: 8,
-    TensorProto.BOOL: 1, TensorProto.FLOAT8E4M3FN: 1, TensorProto.FLOAT8E5M2: 1,
-    TensorProto.FLOAT8E4M3FNUZ: 1, TensorProto.FLOAT8E5M2FNUZ: 1,
-}
+
+
+@cache
+def _bytes_per_element() -> dict[int, int]:
+    """Bytes per element of each supported ONNX element type."""
+    from onnx import TensorProto as T
+
+    return {T.FLOAT: 4, T.FLOAT16: 2, T.BFLOAT16: 2, T.DOUBLE: 8, T.INT64: 8, T.INT32: 4,
+            T.INT16: 2, T.INT8: 1, T.UINT8: 1, T.UINT16: 2, T.UINT32: 4, T.UINT64: 8, T.BOOL: 1,
+            T.FLOAT8E4M3FN: 1, T.FLOAT8E5M2: 1, T.FLOAT8E4M3FNUZ: 1, T.FLOAT8E5M2FNUZ: 1}
 
 
 @dataclass(frozen=True)
@@ -146,6 +151,8 @@ def load_model(path: str | Path) -> onnx.ModelProto:
         data = read_bytes(path, MAX_ONNX_BYTES)
     except OSError as e:
         raise InputError(f"{path}: cannot read: {e.strerror or e}") from None
+    import onnx
+
     try:
         model = onnx.load_model_from_string(data, format="protobuf")
     except Exception:  # onnx raises DecodeError and friends for a bad file
@@ -168,6 +175,8 @@ def import_graph(model: onnx.ModelProto, source: str, bindings: Bindings) -> lis
 
 
 def _bind_and_infer(model: onnx.ModelProto, source: str, b: Bindings) -> onnx.ModelProto:
+    import onnx
+
     model_copy = onnx.ModelProto()
     model_copy.CopyFrom(model)
     inits = {t.name for t in model_copy.graph.initializer}
@@ -195,6 +204,8 @@ def _bind_and_infer(model: onnx.ModelProto, source: str, b: Bindings) -> onnx.Mo
 
 def _inference_error(model: onnx.ModelProto, error: Exception) -> str:
     """onnx's shape-inference error as one line: the node, what is wrong, its input shapes."""
+    import onnx
+
     text = " ".join(str(error).split())
     found = re.search(r"\(op_type:(\w+), node name: ([^)]*)\): (?:\[\w+\] )?(.*)", text)
     if found is None:
@@ -214,10 +225,12 @@ def _inference_error(model: onnx.ModelProto, error: Exception) -> str:
 
 
 def _elem_bytes(elem_type: int, where: str) -> int:
-    if elem_type not in ELEM_BYTES:
+    if elem_type not in _bytes_per_element():
+        from onnx import TensorProto
+
         name = TensorProto.DataType.Name(elem_type) if elem_type else "undefined"
         raise InputError(f"{where}: unsupported element type {name}")
-    return ELEM_BYTES[elem_type]
+    return _bytes_per_element()[elem_type]
 
 
 class _Importer:
@@ -472,6 +485,8 @@ def _acts(ins: list[_Val]) -> int:
 
 
 def _attr(node: onnx.NodeProto, name: str, default: int) -> int:
+    import onnx
+
     for a in node.attribute:
         if a.name == name:
             return int(onnx.helper.get_attribute_value(a))
