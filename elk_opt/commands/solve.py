@@ -21,7 +21,7 @@ from elk_opt.commands.flags import (
 from elk_opt.errors import UsageError
 from elk_opt.interrupts import sigint_stops, stop_requested
 from elk_opt.io import STDOUT, load_instance, save_plan
-from elk_opt.methods import METHODS, solve, with_warm_plan
+from elk_opt.methods import METHODS, solve, with_exec_order, with_warm_plan
 from elk_opt.problem import Claims
 from elk_opt.solution import SolveOptions
 
@@ -94,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
         from formulations.export import model_format
 
         model_format(args.method, args.export)
+    with_exec_order(args.method, SolveOptions(exec_order=args.exec_order))  # refused: say so now
     instance = load_instance(args.instance)
     options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
                            gap=args.gap, threads=args.threads,
