@@ -36,7 +36,7 @@ from elk_opt.problem import TIMINGS
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from tests.processes import descendants, wait_gone
-from tests.schemas import certificate_validator, errors
+from tests.schemas import certificate_validator, closed_certificate_validator, errors
 from tests.strategies import random_instances
 from tests.tiny import parse, tiny_instance
 
@@ -58,6 +58,7 @@ def certified(worker):
 def assert_holds(doc: dict) -> None:
     """What every certificate must satisfy, whatever the search found."""
     assert errors(certificate_validator(), doc) == []
+    assert errors(closed_certificate_validator(), doc) == []  # every key it has is described
     assert elk_opt.verify(doc["plan"])["valid"]
     makespan, lower = doc["makespan_ns"], doc["lower_bound_ns"]
     assert 0 < lower <= makespan
@@ -71,6 +72,16 @@ def assert_holds(doc: dict) -> None:
         assert (claims["status"] == "optimal") == (lower == makespan)
     assert doc["search"]["stopped"] in STOPS
     assert check(doc).problems == []
+
+
+@pytest.mark.parametrize("where", [(), ("bounds", 0), ("search",), ("search", "phases", 0)])
+def test_a_key_the_schema_does_not_describe_is_caught(certified, where):
+    doc = copy.deepcopy(certified)
+    node = doc
+    for step in where:
+        node = node[step]
+    node["undescribed"] = 1
+    assert any("undescribed" in e for e in errors(closed_certificate_validator(), doc))
 
 
 def test_a_certificate_holds_and_lists_every_bound_run_all_offers(certified):
