@@ -9,8 +9,11 @@ Pool workers ignore SIGINT (they start with it blocked, so a Ctrl-C to the proce
 their start-up cannot kill them either): the main process alone decides when to stop and ends
 them. CP-SAT resets SIGINT in a worker after each solve; each cell puts the worker's handling
 back (elk_opt.interrupts.sigint_restored). On Linux a pool worker also ends when the process
-that started it dies, even by SIGKILL (PR_SET_PDEATHSIG), so no worker outlives a killed
-study; the resource tracker then ends too, when the last holder of its pipe is gone.
+that started it dies, even by SIGKILL (PR_SET_PDEATHSIG, elk_opt.orphans), so no worker
+outlives a killed study; the resource tracker then ends too, when the last holder of its pipe
+is gone. The workers of the local Dask cluster need nothing of ours for that: each watches a
+pipe from its parent and exits when it closes (distributed's AsyncProcess), which a killed
+parent's kernel does; tests/test_interrupts.py kills both kinds of study to check.
 
 `study_lock` keeps two studies from filling one folder at once: the second waits, then finds
 the cells the first recorded and runs only what is missing.
