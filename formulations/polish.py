@@ -35,7 +35,8 @@ from collections.abc import Callable, Mapping
 
 from ortools.sat.python import cp_model
 
-from elk_opt.bounds.cheap import best_cheap_bound
+from elk_opt.bounds.cheap import cheap_bound_by
+from elk_opt.deadline import Deadline
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.interrupts import stop_requested
@@ -262,8 +263,9 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                           else max(0.05, deadline - time.perf_counter()))
         except TooLarge:  # the linear-time bounds stand alone
             lp = None
-    lower = max(claimed_bound(instance, lp, makespan), best_cheap_bound(instance, timing),
-                search.bound or 0)
+    # the linear-time bounds begun before the deadline (seconds each at 20,000 ops)
+    cheap = cheap_bound_by(instance, timing, Deadline.after(options.time_limit_s, started))
+    lower = max(claimed_bound(instance, lp, makespan), cheap or 0, search.bound or 0)
     if lower > makespan:
         raise AssertionError(f"a lower bound {lower} exceeds the plan's makespan {makespan}")
     params = {"exec_order": "instance", **knobs, "passes": passes,
@@ -282,22 +284,22 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
 
 def _unpolished(instance: Instance, options: SolveOptions, knobs: dict, started: float) -> Plan:
     """The warm start as it is, when no time is left to polish it (nor to build the window
-    models' pair tables, which take seconds at 20,000 ops)."""
+    models' pair tables, which take seconds at 20,000 ops). No bound: even the Ideal takes
+    seconds at that size and the time is up (a heuristic cut by its limit leaves its bounds
+    out too)."""
     warm = options.warm_plan
     assert warm is not None
     timed = evaluate(instance, warm.choice, warm.program, warm.release_ns, timing=options.timing)
     if timed.peak_sram_bytes > instance.chip.sram_bytes:
         raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
-    lower = max(claimed_bound(instance, None, timed.makespan_ns),
-                best_cheap_bound(instance, options.timing))
     params = {"exec_order": "instance", **knobs, "passes": 0, "windows_solved": 0,
               "windows_improved": 0, "start_makespan_ns": timed.makespan_ns,
               "warm_start": options.warm_start, "model_timing": options.timing,
               "stopped": "interrupted" if stop_requested() else "time limit"}
     return make_plan(instance, warm.choice, warm.program, method="polish", started=started,
                      timing=options.timing,
-                     status="optimal" if lower == timed.makespan_ns else "feasible",
-                     lower_bound_ns=lower, params=params, release_ns=warm.release_ns)
+                     status="feasible", lower_bound_ns=None, params=params,
+                     release_ns=warm.release_ns)
 
 
 def _solve_window(search: _Search, w: Window, reach: tuple[int, int], limit: float | None,

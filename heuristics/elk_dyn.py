@@ -25,7 +25,7 @@ from heuristics.inductive import (
     preload_regions,
     schedule_best,
 )
-from heuristics.limits import basic_instead, deadline_of, stopped_params
+from heuristics.limits import basic_instead, deadline_of, fallback_for, stopped_params
 
 KNOBS = {"port_prices": "prices", "port_score": "score", "hold_loads": "hold",
          "preload_region": "region"}
@@ -51,6 +51,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
 def _in_order(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     deadline = deadline_of(options, started)
+    fallback = fallback_for(instance, options)
     aware = port_aware(options)
     found = schedule_best(instance, range(len(instance.ops)),
                           ladder_sets(instance, options.timing, aware, deadline),
@@ -58,7 +59,7 @@ def _in_order(instance: Instance, options: SolveOptions) -> Plan:
                           regions=preload_regions(instance, options.timing, aware, deadline),
                           deadline=deadline)
     if found is None:  # the identity order never forces a pending preload: cut by the limit
-        return basic_instead(instance, options, "elk-dyn", started)
+        return basic_instead(instance, options, "elk-dyn", started, fallback)
     counts = preload_counts(found.program)
     return make_plan(instance, found.choice, found.program, method="elk-dyn",
                      started=started, timing=options.timing,

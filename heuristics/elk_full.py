@@ -38,7 +38,7 @@ from heuristics.inductive import (
     preload_regions,
     schedule_best,
 )
-from heuristics.limits import basic_instead, deadline_of, stopped_params
+from heuristics.limits import basic_instead, deadline_of, fallback_for, stopped_params
 from heuristics.orders import Template, find_template, full_order, layer_orders
 
 DEFAULTS = {"max_shift": 2, "screen_layers": 4, "finalists": 4, "max_orders": 1000}
@@ -95,6 +95,7 @@ def _elk_dyn(instance: Instance, options: SolveOptions) -> Plan:
 def _in_order(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     deadline = deadline_of(options, started)
+    fallback = fallback_for(instance, options)
     knobs = _knobs(options)
     n = len(instance.ops)
     sets = ladder_sets(instance, options.timing, deadline=deadline)
@@ -102,7 +103,7 @@ def _in_order(instance: Instance, options: SolveOptions) -> Plan:
     found = schedule_best(instance, tuple(range(n)), sets, options.timing, reorder=True,
                           regions=regions, deadline=deadline)
     if found is None:  # the identity order never forces a pending preload: cut by the limit
-        return basic_instead(instance, options, "elk-full", started)
+        return basic_instead(instance, options, "elk-full", started, fallback)
     best: Scheduled = found
     best_layer: tuple[int, ...] | None = None
     of_op, classes = sets[0].ladders

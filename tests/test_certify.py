@@ -43,7 +43,8 @@ from elk_opt.methods import solve
 from elk_opt.problem import TIMINGS
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
-from tests.schemas import certificate_validator, errors
+from tests.processes import descendants, wait_gone
+from tests.schemas import certificate_validator, closed_certificate_validator, errors
 from tests.strategies import random_instances
 from tests.tiny import parse, tiny_instance
 
@@ -65,6 +66,7 @@ def certified(worker):
 def assert_holds(doc: dict) -> None:
     """What every certificate must satisfy, whatever the search found."""
     assert errors(certificate_validator(), doc) == []
+    assert errors(closed_certificate_validator(), doc) == []  # every key it has is described
     assert elk_opt.verify(doc["plan"])["valid"]
     makespan, lower = doc["makespan_ns"], doc["lower_bound_ns"]
     assert 0 < lower <= makespan
@@ -78,6 +80,16 @@ def assert_holds(doc: dict) -> None:
         assert (claims["status"] == "optimal") == (lower == makespan)
     assert doc["search"]["stopped"] in STOPS
     assert check(doc).problems == []
+
+
+@pytest.mark.parametrize("where", [(), ("bounds", 0), ("search",), ("search", "phases", 0)])
+def test_a_key_the_schema_does_not_describe_is_caught(certified, where):
+    doc = copy.deepcopy(certified)
+    node = doc
+    for step in where:
+        node = node[step]
+    node["undescribed"] = 1
+    assert any("undescribed" in e for e in errors(closed_certificate_validator(), doc))
 
 
 def test_a_certificate_holds_and_lists_every_bound_run_all_offers(certified):
@@ -394,6 +406,32 @@ def test_an_interrupt_writes_the_best_certificate_so_far(signum, tmp_path):
     assert doc["search"]["stopped"].startswith("interrupted")
     assert_holds_interrupted(doc)
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_sigkill_to_certify_ends_its_solver_worker(tmp_path):
+    # SIGKILL runs no clean-up: the worker, mid-solve (minutes left), must end on its own
+    inst, log = tmp_path / "i.json", tmp_path / "err.txt"
+    save_instance(inst, elk_opt.synthetic_instance(ops=60, plans=4, seed=5))
+    with log.open("w") as err:
+        proc = subprocess.Popen(["elk-opt", "certify", str(inst), "--time-limit", "600",
+                                 "--threads", "1", "-o", str(tmp_path / "cert.json")],
+                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while "running the solver-backed bounds" not in log.read_text():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+        started = descendants(proc.pid)
+        assert started, "the solver worker is traced"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        assert not wait_gone(started, seconds=10), "the worker outlived the killed certify"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert not (tmp_path / "cert.json").exists()
 
 
 def assert_holds_interrupted(doc: dict) -> None:

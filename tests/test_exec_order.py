@@ -54,6 +54,20 @@ def test_misspelled_exec_order_is_one_line_and_exit_2(tmp_path):
     assert not (tmp_path / "p.json").exists()
 
 
+def test_a_refused_order_is_one_line_before_any_work(tmp_path, capsys):
+    refusing = [n for n, info in METHODS.items() if "free" not in info.exec_orders]
+    if not refusing:
+        pytest.skip("every method solves in free order")
+    path = tmp_path / "i.json"
+    save_instance(path, tiny_instance([(10, 5, 20, 10, 0), (10, 5, 20, 10, 0)]))
+    out = tmp_path / "p.json"
+    assert main(["solve", str(path), "--method", refusing[0], "--exec-order", "free",
+                 "-o", str(out)]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 1 and "--exec-order" in err[0], err  # no "solving ..." line before it
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("command", [["gap", "--suite", "small"], ["compare", "x.json"],
                                      ["reproduce", "--quick"]])
 def test_misspelled_exec_order_in_a_study_is_one_line_and_exit_2(tmp_path, capsys, command):

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.processes import descendants, wait_gone
+
 SUITE = """
 [[instance]]
 source = "synthetic"
@@ -137,6 +139,23 @@ def test_sigkill_to_a_gap_study_ends_its_workers(tmp_path, start):
     proc.send_signal(signal.SIGKILL)  # the main process only, not its group
     proc.wait(timeout=60)
     assert _group_is_gone(proc.pid, seconds=60), "workers or the resource tracker outlived it"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
+def test_sigkill_to_a_dask_gap_study_ends_every_process_it_started(tmp_path, start):
+    pytest.importorskip("distributed")
+    # Dask's workers leave elk-opt's process group, so they are followed by parent pid
+    log = tmp_path / "stderr.txt"
+    argv = [*_gap_argv(tmp_path, "basic,cpsat"), "--executor", "dask", "--workers", "2",
+            "--time-limit", "120"]
+    proc = start(argv, log)
+    cells = tmp_path / "study" / "cells"
+    _wait_for(lambda: len(list(cells.glob("*.json"))) == 3, proc, log)
+    started = descendants(proc.pid)
+    assert len(started) >= 2, started  # both workers (and their helpers) are traced
+    proc.send_signal(signal.SIGKILL)  # the main process only
+    proc.wait(timeout=60)
+    assert not wait_gone(started, seconds=30), "processes outlived the killed study"
 
 
 def test_two_identical_gap_runs_into_one_folder_compute_each_cell_once(tmp_path):

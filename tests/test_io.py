@@ -1,5 +1,6 @@
 """JSON round trips and the loader's error messages."""
 
+import gc
 import json
 
 import pytest
@@ -159,3 +160,17 @@ def test_a_hostile_param_value_is_a_usage_error(tmp_path, capsys, value):
     assert main(["solve", str(path), "--method", "basic", "-o", str(out),
                  "--param", f"x={value}"]) == 2
     assert capsys.readouterr().err.count("\n") == 1 and not out.exists()
+
+
+def test_a_loaded_instance_is_kept_out_of_the_cyclic_collector(tmp_path):
+    # a run's instance lives as long as the run: full collections must not walk it again
+    path = tmp_path / "i.json"
+    save_instance(path, synthetic_instance(ops=5, plans=2, seed=1))
+    (tmp_path / "bad.json").write_text("{")
+    before = gc.get_freeze_count()
+    with pytest.raises(InputError):
+        load_instance(tmp_path / "bad.json")
+    assert gc.get_freeze_count() == before  # nothing frozen by a failed read
+    instance = load_instance(path)
+    assert gc.get_freeze_count() > before
+    assert not any(o is instance for o in gc.get_objects())  # frozen: not in any generation

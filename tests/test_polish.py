@@ -182,3 +182,18 @@ def test_a_window_covering_the_instance_proves_its_optimum():
         assert plan.claims.params["stopped"] == "whole instance"
         if plan.claims.status == "optimal":  # CP-SAT proved it within the window's time
             assert plan.claims.params["whole_instance_bound_ns"] == plan.claims.makespan_ns
+
+
+def test_polish_with_no_time_left_returns_its_start_without_late_bounds():
+    # the warm start took the limit: the start comes back as it is, and no bound is computed
+    # after the deadline (the linear-time ones take seconds each at 20,000 ops)
+    instance = synthetic_instance(ops=12, plans=3, seed=2)
+    start = run_method(instance, "elk-dyn", SolveOptions(timing="shared-noc"))
+    plan = run_method(instance, "polish", SolveOptions(
+        threads=1, timing="shared-noc", warm_start="elk-dyn", warm_plan=start,
+        time_limit_s=1e-9))
+    assert check(plan_to_dict(plan)).valid
+    assert (plan.choice, plan.program) == (start.choice, start.program)
+    c = plan.claims
+    assert c.params["stopped"] == "time limit" and c.params["passes"] == 0
+    assert c.lower_bound_ns is None and c.status == "feasible"

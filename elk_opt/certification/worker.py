@@ -7,7 +7,8 @@ parent, which only waits, answers SIGINT and SIGTERM at once. The process ignore
 outside the solvers (a Ctrl-C reaches the whole process group; the parent decides); when the
 parent is interrupted it sends the process a SIGINT, which stops a CP-SAT search (`cpsat`,
 `polish`, the window bound) with its best so far, and takes that answer if it comes within
-HANDOVER_S (as the interrupt's `partial`). The process is killed when the search ends.
+HANDOVER_S (as the interrupt's `partial`). The process is killed when the search ends, and
+by the kernel when the parent dies, even by SIGKILL (elk_opt.orphans).
 Spawned, not forked: forking a process whose solver threads hold locks can deadlock.
 """
 
@@ -26,6 +27,7 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from elk_opt.interrupts import Terminated
+from elk_opt.orphans import die_with_parent
 from elk_opt.problem import Instance
 
 POLL_S = 0.1  # how often the parent looks at the process while it waits
@@ -55,7 +57,8 @@ def _run(task: Task) -> Any:
     raise ValueError(f"unknown task {task.kind!r}")
 
 
-def _serve(conn: Connection) -> None:
+def _serve(conn: Connection, parent: int) -> None:
+    die_with_parent(parent)  # a killed certify leaves no solve running on
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     while True:
         try:
@@ -70,6 +73,8 @@ def _serve(conn: Connection) -> None:
             conn.send(answer)
         except (pickle.PicklingError, TypeError, AttributeError):
             conn.send(("error", RuntimeError(repr(answer[1]))))
+        except OSError:  # the parent is gone (elsewhere than Linux, where this process is too)
+            return
 
 
 @contextmanager
@@ -107,7 +112,7 @@ class Worker:
             return
         context = multiprocessing.get_context("spawn")
         ours, theirs = context.Pipe()
-        process = context.Process(target=_serve, args=(theirs,), daemon=True,
+        process = context.Process(target=_serve, args=(theirs, os.getpid()), daemon=True,
                                   name="elk-opt certify worker")
         with _sigint_ignored():  # inherited: a Ctrl-C while it starts up leaves it be
             process.start()

@@ -28,6 +28,7 @@ from elk_opt.interrupts import stop_signals_held
 from elk_opt.io import (
     INSTANCE_FORMAT,
     PLAN_FORMAT,
+    STDOUT,
     instance_from_dict,
     plan_from_dict,
     read_json,
@@ -113,7 +114,8 @@ def _certify(args: argparse.Namespace) -> int:
         found.stopped = f"interrupted ({interrupts.signal_name(e)})"
         with stop_signals_held():
             save_json(args.output, document(found))
-        e.add_note(f"the best certificate so far is in {args.output}")
+        where = "on standard output" if args.output == STDOUT else f"in {args.output}"
+        e.add_note(f"the best certificate so far is {where}")
         raise
     doc = document(found)
     save_json(args.output, doc)

@@ -21,7 +21,7 @@ from elk_opt.commands.flags import (
 from elk_opt.errors import UsageError
 from elk_opt.interrupts import sigint_stops, stop_requested
 from elk_opt.io import STDOUT, load_instance, save_plan
-from elk_opt.methods import METHODS, solve, with_warm_plan
+from elk_opt.methods import METHODS, solve, with_exec_order, with_warm_plan
 from elk_opt.problem import Claims
 from elk_opt.solution import SolveOptions
 
@@ -97,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
         if args.exec_order == "free":  # its solution files carry no execution order
             raise UsageError("--export writes models in the instance's execution order: "
                              "leave out --exec-order free")
+    with_exec_order(args.method, SolveOptions(exec_order=args.exec_order))  # refused: say so now
     instance = load_instance(args.instance)
     options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
                            gap=args.gap, threads=args.threads,

@@ -9,8 +9,11 @@ Pool workers ignore SIGINT (they start with it blocked, so a Ctrl-C to the proce
 their start-up cannot kill them either): the main process alone decides when to stop and ends
 them. CP-SAT resets SIGINT in a worker after each solve; each cell puts the worker's handling
 back (elk_opt.interrupts.sigint_restored). On Linux a pool worker also ends when the process
-that started it dies, even by SIGKILL (PR_SET_PDEATHSIG), so no worker outlives a killed
-study; the resource tracker then ends too, when the last holder of its pipe is gone.
+that started it dies, even by SIGKILL (PR_SET_PDEATHSIG, elk_opt.orphans), so no worker
+outlives a killed study; the resource tracker then ends too, when the last holder of its pipe
+is gone. The workers of the local Dask cluster need nothing of ours for that: each watches a
+pipe from its parent and exits when it closes (distributed's AsyncProcess), which a killed
+parent's kernel does; tests/test_interrupts.py kills both kinds of study to check.
 
 `study_lock` keeps two studies from filling one folder at once: the second waits, then finds
 the cells the first recorded and runs only what is missing.
@@ -19,13 +22,11 @@ the cells the first recorded and runs only what is missing.
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import fcntl
 import logging
 import multiprocessing
 import os
 import signal
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -36,6 +37,7 @@ from typing import Any
 
 from elk_opt.errors import UsageError
 from elk_opt.interrupts import STOP_SIGNALS, sigint_restored, stop_signals_held
+from elk_opt.orphans import die_with_parent
 
 EXECUTORS = ("local", "serial", "dask", "ray")
 CONNECT_TIMEOUT_S = 10  # to reach an existing cluster's scheduler
@@ -79,25 +81,8 @@ def _serial(fn: Callable, items: list) -> Iterator[tuple[Any, Any]]:
 
 def _start_worker(parent: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _die_with_parent(parent)
+    die_with_parent(parent)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
-
-
-PR_SET_PDEATHSIG = 1  # prctl(2): the signal this process gets when its parent dies
-
-
-def _die_with_parent(parent: int) -> None:
-    """Ask Linux to SIGKILL this worker when its parent dies; if the parent died already,
-    exit now. Elsewhere nothing is done (the parent's shutdown still ends its workers)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):
-        return
-    if os.getppid() != parent:  # the parent died before the request was in place
-        os._exit(1)
 
 
 @contextmanager

@@ -14,7 +14,13 @@ from pathlib import Path
 from elk_opt.io import write_atomic
 from elk_opt.studies import paper
 from elk_opt.studies.reproduce import Cell
-from elk_opt.studies.reproduce_report import _group, _methods, _setting_of, _time, method_means
+from elk_opt.studies.reproduce_report import (
+    group_by,
+    method_means,
+    method_time,
+    methods_in,
+    setting_of,
+)
 
 LEGEND_SIZE = 10
 TICK_SIZE = 9
@@ -31,7 +37,7 @@ def write_plots(figure: Sequence[Cell], out: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    panels = [(key, mine) for key, mine in _group(figure, _setting_of).items()
+    panels = [(key, mine) for key, mine in group_by(figure, setting_of).items()
               if any(c.ok for c in mine)]
     for name, draw in (("fig17.png", _fig17), ("fig18.png", _fig18)):
         fig = draw(plt, panels, figure)
@@ -46,14 +52,15 @@ def _fig17(plt, panels: list, figure: Sequence[Cell]):
     fig, axes = plt.subplots(max(1, len(panels)), 1, squeeze=False, layout="constrained",
                              figsize=(max(9.0, 0.6 * configs + 3),
                                       (2.6 if configs <= 3 else 3.4) * max(1, len(panels)) + 1))
-    methods = _methods([c for _k, mine in panels for c in mine])
+    methods = methods_in([c for _k, mine in panels for c in mine])
     colors = {m: f"C{k}" for k, m in enumerate(methods)}
     target = paper.PAPER.elk_full_over_basic
     width = 0.8 / max(1, len(methods))
     for ax, ((cost, setting), mine) in zip(axes[:, 0], panels, strict=False):
-        groups = list(_group(mine, lambda c: c.config_key).values())
+        groups = list(group_by(mine, lambda c: c.config_key).values())
         for k, m in enumerate(methods):
-            heights = [paper.ratio(_time(g, "basic"), _time(g, m)) or 0.0 for g in groups]
+            heights = [paper.ratio(method_time(g, "basic"), method_time(g, m)) or 0.0
+                       for g in groups]
             ax.bar([i + k * width for i in range(len(groups))], heights, width, label=m,
                    color=colors[m])
         ax.axhline(target, color="black", linestyle="--", linewidth=1,

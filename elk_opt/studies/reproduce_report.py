@@ -33,18 +33,21 @@ EXACT_FIELDS = ("model", "batch", "kv_len", "layers", "cost_model", "setting", "
 OURS = "ours"
 
 
-def _group(cells: Sequence[Cell], key: Callable[[Cell], object]) -> dict[object, list[Cell]]:
+def group_by(cells: Sequence[Cell], key: Callable[[Cell], object]) -> dict[object, list[Cell]]:
+    """The cells by `key`, in first-seen order (shared with reproduce_plots, as the three
+    below are)."""
     groups: dict[object, list[Cell]] = {}
     for c in cells:
         groups.setdefault(key(c), []).append(c)
     return groups
 
 
-def _setting_of(c: Cell) -> tuple[str, str]:
+def setting_of(c: Cell) -> tuple[str, str]:
     return c.cost_model, c.setting
 
 
-def _time(cells: Sequence[Cell], method: str) -> int | None:
+def method_time(cells: Sequence[Cell], method: str) -> int | None:
+    """The method's makespan among one configuration's cells (None if it did not succeed)."""
     found = [c.time_ns for c in cells if c.method == method and c.ok]
     return found[0] if found else None
 
@@ -73,16 +76,16 @@ def _means(values: Sequence[float]) -> tuple[float | None, float | None]:
 
 def summaries(cells: Sequence[Cell]) -> list[SettingSummary]:
     out = []
-    for (cost, setting), mine in _group(cells, _setting_of).items():
-        per_config = list(_group(mine, lambda c: c.config_key).values())
+    for (cost, setting), mine in group_by(cells, setting_of).items():
+        per_config = list(group_by(mine, lambda c: c.config_key).values())
         basic, static, ideal = [], [], []
         for group in per_config:
-            full = _time(group, "elk-full")
+            full = method_time(group, "elk-full")
             for target, method in ((basic, "basic"), (static, "static")):
-                ratio = paper.ratio(_time(group, method), full)
+                ratio = paper.ratio(method_time(group, method), full)
                 if ratio is not None:
                     target.append(ratio)
-            share = paper.ratio(_time(group, IDEAL), full)
+            share = paper.ratio(method_time(group, IDEAL), full)
             if share is not None:
                 ideal.append(100 * share)
         over_basic, over_basic_geo = _means(basic)
@@ -118,9 +121,9 @@ def _mean(values: Sequence[float | None]) -> float | None:
 
 def method_means(cells: Sequence[Cell]) -> dict[tuple[str, str], list[MethodMeans]]:
     out = {}
-    for key, mine in _group(cells, _setting_of).items():
+    for key, mine in group_by(cells, setting_of).items():
         rows = []
-        for method, group in _group([c for c in mine if c.ok], lambda c: c.method).items():
+        for method, group in group_by([c for c in mine if c.ok], lambda c: c.method).items():
             def share(field: str, g: list[Cell] = group) -> float | None:
                 return _mean([getattr(c, field) / c.sim_ns for c in g
                               if getattr(c, field) is not None and c.sim_ns])
@@ -161,8 +164,8 @@ def problems(figure: Sequence[Cell], exact: Sequence[Cell]) -> list[str]:
         if c.ok and c.method != IDEAL and c.sim_ns != c.makespan_ns:
             found.append(f"{c.config_key} {c.method}: exact replay {c.sim_ns} differs from "
                          f"the claimed makespan {c.makespan_ns}")
-    for group in _group(cells, lambda c: c.config_key).values():
-        ideal = _time(group, IDEAL)
+    for group in group_by(cells, lambda c: c.config_key).values():
+        ideal = method_time(group, IDEAL)
         for c in group:
             if ideal and c.ok and c.method != IDEAL and c.makespan_ns < ideal:
                 found.append(f"{c.config_key} {c.method}: {c.makespan_ns} below the Ideal "
@@ -202,8 +205,8 @@ def _csv_value(v: object) -> object:
 
 def _fig17_rows(cells: Sequence[Cell]) -> list[dict]:
     rows = []
-    for group in _group(cells, lambda c: c.config_key).values():
-        basic, static, ideal = (_time(group, m) for m in ("basic", "static", IDEAL))
+    for group in group_by(cells, lambda c: c.config_key).values():
+        basic, static, ideal = (method_time(group, m) for m in ("basic", "static", IDEAL))
         for c in group:
             rows.append({**asdict(c), "source": OURS, "time_ns": c.time_ns,
                          "speedup_over_basic": paper.ratio(basic, c.time_ns) if c.ok else None,
@@ -331,24 +334,25 @@ def markdown(figure: Sequence[Cell], exact: Sequence[Cell]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _methods(cells: Sequence[Cell]) -> list[str]:
+def methods_in(cells: Sequence[Cell]) -> list[str]:
+    """The methods the cells ran, in first-seen order."""
     return list(dict.fromkeys(c.method for c in cells))
 
 
 def _per_config_tables(figure: Sequence[Cell]) -> list[str]:
     lines = ["", "## Figure 17 per configuration: throughput normalised to Basic", ""]
-    for (cost, setting), mine in _group(figure, _setting_of).items():
+    for (cost, setting), mine in group_by(figure, setting_of).items():
         if not any(c.ok for c in mine):
             continue
-        methods = _methods(mine)
+        methods = methods_in(mine)
         lines += [f"### {_setting_label(cost, setting)}", "",
                   "| configuration | " + " | ".join(methods) + " | Elk-Full % of Ideal |",
                   "| --- |" + " ---: |" * (len(methods) + 1)]
-        for group in _group(mine, lambda c: c.config_key).values():
+        for group in group_by(mine, lambda c: c.config_key).values():
             c0 = group[0]
-            basic = _time(group, "basic")
-            cols = [_x(paper.ratio(basic, _time(group, m))) for m in methods]
-            share = paper.ratio(_time(group, IDEAL), _time(group, "elk-full"))
+            basic = method_time(group, "basic")
+            cols = [_x(paper.ratio(basic, method_time(group, m))) for m in methods]
+            share = paper.ratio(method_time(group, IDEAL), method_time(group, "elk-full"))
             lines.append(f"| {c0.model} b{c0.batch} KV{c0.kv_len} l{c0.layers} | "
                          + " | ".join(cols) + f" | {_pct(share)} |")
         lines.append("")
@@ -408,10 +412,10 @@ def _artifact_table(figure: Sequence[Cell], exact: Sequence[Cell]) -> list[str]:
         lines.append(row(run.label, run.layers, dict(run.makespan_ns)))
     ours = [c for c in dict.fromkeys([*figure, *exact])
             if (c.model, c.batch, c.kv_len) == ("llama2-13b", 32, 2048)]
-    for group in _group(ours, lambda c: c.config_key).values():
+    for group in group_by(ours, lambda c: c.config_key).values():
         c0 = group[0]
         if any(c.ok for c in group):
-            times = {m: _time(group, m) for m in methods}
+            times = {m: method_time(group, m) for m in methods}
             lines.append(row(f"ours: {c0.cost_model}, {c0.setting}", c0.layers, times))
     return lines + [""]
 
@@ -428,7 +432,7 @@ def _exact_tables(exact: Sequence[Cell]) -> list[str]:
              "exact model optimized when it says (a section-5 model under shared-noc returns "
              "a valid plan and a section-5 bound, never a 5b optimum). Per-slice rows: "
              "exact.csv.", ""]
-    for (cost, setting), mine in _group(rows, lambda r: _setting_of(r[0])).items():
+    for (cost, setting), mine in group_by(rows, lambda r: setting_of(r[0])).items():
         slices = len({c.config_key for c, _r in mine})
         proven = len({c.config_key for c, r in mine if r.reference_kind == "optimum"})
         lines += [f"### {_setting_label(cost, setting)}", "",
@@ -436,7 +440,7 @@ def _exact_tables(exact: Sequence[Cell]) -> list[str]:
                   "| layers | method | slices | statuses | model timing | median gap to "
                   "optimum | worst gap to optimum | median certified gap | worst certified "
                   "gap |", "| ---: | --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
-        for (layers, method), group in _group(mine, lambda r: (r[0].layers, r[0].method)
+        for (layers, method), group in group_by(mine, lambda r: (r[0].layers, r[0].method)
                                               ).items():
             to_opt = [r.gap for _c, r in group if r.reference_kind == "optimum"
                       and r.gap is not None]
@@ -477,7 +481,7 @@ def _unavailable(figure: Sequence[Cell], exact: Sequence[Cell]) -> list[str]:
     lines = ["## Cells without a result", "",
              "| cost model | setting | status | cells | configurations | why |",
              "| --- | --- | --- | ---: | --- | --- |"]
-    for (cost, setting, status, why), group in _group(
+    for (cost, setting, status, why), group in group_by(
             missing, lambda c: (c.cost_model, c.setting, c.status, c.error)).items():
         keys = list(dict.fromkeys(f"{c.model} b{c.batch} KV{c.kv_len} l{c.layers}"
                                   for c in group))
