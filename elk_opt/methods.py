@@ -33,9 +33,11 @@ class MethodInfo:
 
 METHODS: dict[str, MethodInfo] = {
     "basic": MethodInfo("heuristics.basic:solve", "heuristic",
-                        "the paper's Basic: fastest plans, preload only the next op"),
+                        "the paper's Basic: fastest plans, preload only the next op",
+                        exec_orders=("instance", "free")),
     "static": MethodInfo("heuristics.static:solve", "heuristic",
-                         "the paper's Static: one execute budget swept over every distinct value"),
+                         "the paper's Static: one execute budget swept over every distinct value",
+                         exec_orders=("instance", "free")),
     "elk-dyn": MethodInfo("heuristics.elk_dyn:solve", "heuristic",
                           "Elk's inductive scheduling: per-op preload count and Delta allocation",
                           exec_orders=("instance", "free")),

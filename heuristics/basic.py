@@ -45,6 +45,16 @@ def _alone(op: Op, pairs: list[Pair], exec_id: int, sram: int) -> PreloadPlan:
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
+    """In the instance's order (the default), or with `exec_order` "free" the best over
+    candidate orders (heuristics.free_order)."""
+    if options.exec_order == "free":
+        from heuristics.free_order import best_over_orders  # it falls back on Basic itself
+
+        return best_over_orders(instance, options, "basic", _in_order)
+    return _in_order(instance, options)
+
+
+def _in_order(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     choice, program, early = decisions(instance)
     return make_plan(instance, choice, program, method="basic", started=started,
@@ -52,7 +62,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                      lower_bound_ns=cheap_bound_by(instance, options.timing,
                                                    Deadline.after(options.time_limit_s,
                                                                   started)),
-                     params={"preloaded_early": early})
+                     params={"exec_order": "instance", "preloaded_early": early})
 
 
 def decisions(instance: Instance) -> tuple[list[Choice], list[Instr], int]:

@@ -17,10 +17,19 @@ from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics.budgets import best_budget
+from heuristics.free_order import best_over_orders
 from heuristics.limits import deadline_of, stopped_params
 
 
 def solve(instance: Instance, options: SolveOptions) -> Plan:
+    """In the instance's order (the default), or with `exec_order` "free" the best over
+    candidate orders (heuristics.free_order)."""
+    if options.exec_order == "free":
+        return best_over_orders(instance, options, "static", _in_order)
+    return _in_order(instance, options)
+
+
+def _in_order(instance: Instance, options: SolveOptions) -> Plan:
     started = time.perf_counter()
     deadline = deadline_of(options, started)
     _m, x, choice, program, tried = best_budget(instance, options.timing, deadline)
@@ -28,5 +37,5 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     return make_plan(instance, choice, program, method="static", started=started,
                      timing=options.timing,
                      lower_bound_ns=cheap_bound_by(instance, options.timing, deadline),
-                     params={"exec_budget_bytes": x, "budgets_tried": tried,
-                             **stopped_params(stopped)})
+                     params={"exec_order": "instance", "exec_budget_bytes": x,
+                             "budgets_tried": tried, **stopped_params(stopped)})

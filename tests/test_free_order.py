@@ -17,7 +17,7 @@ from tests.strategies import random_instances, synthetic_instances
 from tests.tiny import tiny_instance
 from verify.checker import check
 
-FREE = ("lhs", "elk-dyn", "elk-full")
+FREE = ("lhs", "basic", "static", "elk-dyn", "elk-full")
 
 
 def executes(plan: Plan) -> list[int]:
@@ -42,8 +42,8 @@ def assert_sound_free_plan(instance: Instance, plan: Plan) -> None:
 
 def test_lhs_frees_by_default_and_the_paper_schedulers_keep_the_instance_order():
     assert METHODS["lhs"].exec_orders == ("free", "instance")
-    assert METHODS["elk-dyn"].exec_orders == METHODS["elk-full"].exec_orders == ("instance",
-                                                                                 "free")
+    for method in ("basic", "static", "elk-dyn", "elk-full"):
+        assert METHODS[method].exec_orders == ("instance", "free")
 
 
 def _two_branches() -> Instance:
@@ -89,9 +89,9 @@ def test_lhs_free_fits_sram(instance):
 
 @settings(max_examples=25, deadline=None)
 @given(random_instances(max_ops=7, noc=True))
-def test_elk_free_is_never_worse_than_its_instance_order(instance):
+def test_a_paper_scheduler_free_is_never_worse_than_its_instance_order(instance):
     """The instance's order is always one of the candidates, and ties keep it."""
-    for method in ("elk-dyn", "elk-full"):
+    for method in ("basic", "static", "elk-dyn", "elk-full"):
         for timing in TIMINGS:
             kept = solve(instance, method, SolveOptions(timing=timing))
             free = solve(instance, method, SolveOptions(timing=timing, exec_order="free"))
