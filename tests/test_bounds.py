@@ -295,3 +295,18 @@ def test_identical_layers_are_solved_once_and_counted_each_time():
         for name in ("layers1", "window12", "fluid-layers"):
             assert rows[name]["status"] == "complete"
             assert recompute(instance, timing, name, rows[name]["params"]) == rows[name]["ns"]
+
+
+def test_a_passed_deadline_keeps_the_bounds_that_fit_in_the_grace(monkeypatch):
+    """Past its deadline a method still gets every linear-time bound when they would take
+    microseconds (a small instance), and only the Ideal when they would not."""
+    import elk_opt.bounds.cheap as cheap
+    from elk_opt.deadline import Deadline
+
+    instance = synthetic_instance(ops=40, plans=3, seed=2)
+    passed = Deadline.after(0.0, 0.0)
+    assert passed.passed()
+    every = cheap_bounds(instance, "shared-noc")
+    assert cheap_bounds(instance, "shared-noc", deadline=passed) == every
+    monkeypatch.setattr(cheap, "GRACE_S", 0.0)
+    assert cheap_bounds(instance, "shared-noc", deadline=passed) == {"ideal": every["ideal"]}
