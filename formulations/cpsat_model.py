@@ -20,7 +20,7 @@ from itertools import combinations
 
 from ortools.sat.python import cp_model
 
-from elk_opt.evaluate import evaluate
+from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.problem import Choice, Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
 from formulations.common import (
@@ -318,18 +318,7 @@ def _hint_shared(cm: CpsatModel, instance: Instance, plan: Plan, warm: Warm) -> 
     hint = cm.model.add_hint
     picked, schedule = hinted_schedule(instance, cm.pairs, plan, warm)
     for j, a in enumerate(picked):
-        for b, pair in zip(cm.pick[j], cm.pairs[j], strict=True):
-            hint(b, pair is a)
-        hint(cm.exec_start[j], schedule.exec_start[j])
-        hint(cm.exec_end[j], schedule.exec_end[j])
-        if j in cm.exec_len:
-            hint(cm.exec_len[j], schedule.exec_end[j] - schedule.exec_start[j])
-        if j in cm.aux["len"]:
-            hint(cm.load_start[j], schedule.load_start[j])
-            hint(cm.aux["len"][j], schedule.load_end[j] - schedule.load_start[j])
-            hint(cm.aux["end"][j], schedule.load_end[j])
-        if j in cm.aux["on"]:
-            hint(cm.aux["on"][j], a.load_ns > 0)
+        _hint_op(cm, j, a, schedule)
     for (j, i), lit in cm.issued.items():
         hint(lit, i >= warm.slot[j])
     for (j, i), v in cm.aux["pend"].items():
@@ -337,6 +326,23 @@ def _hint_shared(cm: CpsatModel, instance: Instance, plan: Plan, warm: Warm) -> 
     if cm.port is not None:
         hint_port(hint, cm.port, picked, schedule)
     cm.hinted = True
+
+
+def _hint_op(cm: CpsatModel, j: int, a: Pair, schedule: Schedule) -> None:
+    """Hint op j's pair choice `a` and its execute and load times in `schedule`."""
+    hint = cm.model.add_hint
+    for b, pair in zip(cm.pick[j], cm.pairs[j], strict=True):
+        hint(b, pair is a)
+    hint(cm.exec_start[j], schedule.exec_start[j])
+    hint(cm.exec_end[j], schedule.exec_end[j])
+    if j in cm.exec_len:
+        hint(cm.exec_len[j], schedule.exec_end[j] - schedule.exec_start[j])
+    if j in cm.aux["len"]:
+        hint(cm.load_start[j], schedule.load_start[j])
+        hint(cm.aux["len"][j], schedule.load_end[j] - schedule.load_start[j])
+        hint(cm.aux["end"][j], schedule.load_end[j])
+    if j in cm.aux["on"]:
+        hint(cm.aux["on"][j], a.load_ns > 0)
 
 
 def _hint_free(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
@@ -356,20 +362,10 @@ def _hint_free(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
                             plan.program, plan.release_ns, timing="separate-noc")
     position = {op: k for k, op in enumerate(warm.order)}
     for j, a in enumerate(picked):
-        for b, pair in zip(cm.pick[j], cm.pairs[j], strict=True):
-            hint(b, pair is a)
-        hint(cm.exec_start[j], schedule.exec_start[j])
-        hint(cm.exec_end[j], schedule.exec_end[j])
+        _hint_op(cm, j, a, schedule)
         hint(cm.order.pos[j], position[j])
-        if j in cm.exec_len:
-            hint(cm.exec_len[j], schedule.exec_end[j] - schedule.exec_start[j])
         if j in cm.aux["len"]:
-            hint(cm.load_start[j], schedule.load_start[j])
-            hint(cm.aux["len"][j], schedule.load_end[j] - schedule.load_start[j])
-            hint(cm.aux["end"][j], schedule.load_end[j])
             hint(cm.order.slot[j], warm.slot[j])
-        if j in cm.aux["on"]:
-            hint(cm.aux["on"][j], a.load_ns > 0)
     for (i, k), lit in cm.order.before.items():
         hint(lit, position[i] < position[k])
     for (j, i), lit in cm.issued.items():
