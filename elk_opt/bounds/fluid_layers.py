@@ -45,14 +45,12 @@ class FluidLayersBound:
 def fluid_layers_bound(instance: Instance, timing: Timing, window_time_s: float = 10.0,
                        lp_time_s: float | None = None, threads: int = 1,
                        max_classes: int = 16, per: int = 1,
-                       windows: LayerBound | None = None,
-                       deterministic: bool = False) -> FluidLayersBound:
+                       windows: LayerBound | None = None) -> FluidLayersBound:
     """The fluid LP with one row per layer window (module docstring). `windows`: the layer
     windows already bounded under `timing` (`per` layers each), else they are solved here."""
     started = time.perf_counter()
     if windows is None:
-        windows = layer_bound(instance, timing, per, window_time_s, threads,
-                              deterministic=deterministic)
+        windows = layer_bound(instance, timing, per, window_time_s, threads)
     costs = [_undominated(cs) for cs in pair_costs(instance)]
     if not costs:
         return FluidLayersBound(0, 0, 0, 0, 0, time.perf_counter() - started)

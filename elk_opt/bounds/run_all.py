@@ -237,13 +237,15 @@ def _capped(lim: _Limits, left: float, instance: Instance) -> _Limits | None:
                                            max(left / 2 / layer_windows, 0.01)), 3))
 
 
-def recompute(instance: Instance, timing: Timing, name: str,
-              params: dict[str, Any]) -> int | None:
+def recompute(instance: Instance, timing: Timing, name: str, params: dict[str, Any],
+              memo: dict[tuple, Any] | None = None) -> int | None:
     """The value of the bound a report row names, computed again from its `params` (None if
     it does not finish within them). Solver-backed bounds are deterministic only up to their
     time limits: a value recomputed under a limit may differ from the recorded one. The layer
     windows run on one worker under their deterministic limit alone, so they come out at least
-    at the recorded value (elk_opt.bounds.layers.solver_for_bound)."""
+    at the recorded value (elk_opt.bounds.layers.solver_for_bound). `memo` (one per instance)
+    keeps the layer windows solved for one row for the next that names the same ones
+    (`fluid-layers` is built on `layers<N>`'s windows)."""
     cheap: dict[str, Callable[[Instance], int]] = {"ideal": ideal_bound,
                                                    "hbm-cut": hbm_cut_bound,
                                                    "hbm-cut-any": hbm_cut_any_bound}
@@ -267,14 +269,28 @@ def recompute(instance: Instance, timing: Timing, name: str,
         return window_bound(instance, params["width"], params["time_limit_s"], 1).bound_ns
     if name == "fluid-layers":
         from elk_opt.bounds.fluid_layers import fluid_layers_bound
+        windows = _layer_windows(instance, timing, params, memo)
         return fluid_layers_bound(instance, timing, params["time_limit_s"],
                                   params.get("lp_time_s"), per=params["per"],
-                                  deterministic=True).bound_ns
+                                  windows=windows).bound_ns
     if name.startswith("layers") and "per" in params:
-        from elk_opt.bounds.layers import layer_bound
-        return layer_bound(instance, timing, params["per"], params["time_limit_s"],
-                           deterministic=True).bound_ns
+        return _layer_windows(instance, timing, params, memo).bound_ns
     raise UsageError(f"no bound named {name!r} under {timing} to recompute")
+
+
+def _layer_windows(instance: Instance, timing: Timing, params: dict[str, Any],
+                   memo: dict[tuple, Any] | None) -> Any:
+    """The layer windows a row's params name, solved deterministically (once per memo)."""
+    from elk_opt.bounds.layers import layer_bound
+
+    key = ("layers", timing, params["per"], params["time_limit_s"])
+    if memo is not None and key in memo:
+        return memo[key]
+    windows = layer_bound(instance, timing, params["per"], params["time_limit_s"],
+                          deterministic=True)
+    if memo is not None:
+        memo[key] = windows
+    return windows
 
 
 def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,

@@ -131,8 +131,9 @@ def check(doc: Any, source: str = "<certificate>", *, max_recompute_s: float = 3
     if (expected is None) != (written is None) or (
             expected is not None and abs(written - expected) > GAP_TOLERANCE * max(1, expected)):
         out.problems.append(f"gap {written} is not makespan / lower bound - 1 = {expected}")
+    memo: dict[tuple, Any] = {}  # layer windows shared by the rows built on them
     for k, b in enumerate(doc["bounds"]):
-        _bound(k, b, timing, order, plan, out, max_recompute_s, progress)
+        _bound(k, b, timing, order, plan, out, max_recompute_s, progress, memo)
     if "better_plan" in doc:
         _better(doc["better_plan"], source, timing, makespan, lower, out)
         if doc["better_plan"]["plan"].get("instance") != doc["plan"].get("instance"):
@@ -141,7 +142,8 @@ def check(doc: Any, source: str = "<certificate>", *, max_recompute_s: float = 3
 
 
 def _bound(k: int, b: dict[str, Any], timing: str, order: str | None, plan: Plan | None,
-           out: Checked, max_recompute_s: float, progress: bool) -> None:
+           out: Checked, max_recompute_s: float, progress: bool,
+           memo: dict[tuple, Any]) -> None:
     name = f"bounds[{k}] {b['name']}"
     timings = b.get("timings", [timing])
     if not isinstance(timings, list) or timing not in timings:
@@ -162,7 +164,8 @@ def _bound(k: int, b: dict[str, Any], timing: str, order: str | None, plan: Plan
         return
     say(f"recomputing {b['name']} (recorded {b['wall_s']:g} s)...", enabled=progress)
     try:
-        value = recompute(plan.instance, timing, b["name"], b["params"])  # type: ignore[arg-type]
+        value = recompute(plan.instance, timing, b["name"], b["params"],  # type: ignore[arg-type]
+                          memo)
     except UsageError as e:
         out.problems.append(f"{name}: cannot be recomputed: {e}")
         return
@@ -174,7 +177,7 @@ def _bound(k: int, b: dict[str, Any], timing: str, order: str | None, plan: Plan
         # more time the recomputed value is still a bound, and one at or above the recorded
         # value confirms it.
         value = recompute(plan.instance, timing, b["name"],  # type: ignore[arg-type]
-                          _more_time(b["params"]))
+                          _more_time(b["params"]), memo)
     out.recomputed.append(b["name"])
     if value is None:
         out.problems.append(f"{name}: recomputed with its params, it did not finish (recorded "
