@@ -187,7 +187,7 @@ def test_bound_and_solve_commands(tmp_path, capsys):
     assert claims["params"]["window"] == 3 and claims["status"] == "optimal"
     # the plan is section 5's: its makespan bounds that timing's optimum (5b's may be higher)
     assert main(["bound", str(inst), "--window", "4", "--threads", "1", "--timing",
-                 "separate-noc", "-o", str(out)]) == 0
+                 "separate-noc", "--layers-time", "1", "-o", str(out)]) == 0
     bounds = json.loads(out.read_text())
     assert {b["bound"] for b in bounds["bounds"]} == {"ideal", "hbm-cut", "fluid",
                                                       "fluid-sram", "lp", "window4",
