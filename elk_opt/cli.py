@@ -143,19 +143,23 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"{command}: error: {e}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, interrupts.Terminated) as e:
-        notes = "; ".join(getattr(e, "__notes__", []))
-        print(f"{command}: interrupted ({interrupts.signal_name(e)})"
-              f"{'; ' + notes if notes else ''}", file=sys.stderr)
-        return interrupts.exit_code(e)
-    except BrokenPipeError:
-        raise
-    except OSError as e:
-        if not _stdout_failed(e):
+        return _interrupted(command, e)
+    except Exception as e:
+        if interrupts.terminated():  # a library turned the Terminated into an error of its own
+            return _interrupted(command, interrupts.Terminated())
+        if isinstance(e, BrokenPipeError) or not (isinstance(e, OSError) and _stdout_failed(e)):
             raise
         print(f"{command}: error: cannot write standard output ({e.strerror or e})",
               file=sys.stderr)
         _silence_stdout()
         return 2
+
+
+def _interrupted(command: str, e: BaseException) -> int:
+    notes = "; ".join(getattr(e, "__notes__", []))
+    print(f"{command}: interrupted ({interrupts.signal_name(e)})"
+          f"{'; ' + notes if notes else ''}", file=sys.stderr)
+    return interrupts.exit_code(e)
 
 
 if __name__ == "__main__":

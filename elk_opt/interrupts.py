@@ -38,7 +38,19 @@ def signal_name(interrupt: BaseException) -> str:
     return "SIGTERM" if isinstance(interrupt, Terminated) else "SIGINT"
 
 
+_terminated = threading.Event()  # a SIGTERM arrived since `install`
+
+
+def terminated() -> bool:
+    """Whether a SIGTERM arrived since `install`. A library may turn the Terminated raised
+    inside it into an error of its own: OR-Tools' native modules, imported when the signal
+    lands, raise ImportError("initialization failed") instead. An error after a SIGTERM is
+    then the signal's doing, and the command ends as terminated."""
+    return _terminated.is_set()
+
+
 def _raise_terminated(_signum: int, _frame: FrameType | None) -> None:
+    _terminated.set()
     raise Terminated
 
 
@@ -46,6 +58,7 @@ def install() -> None:
     """Make SIGTERM raise Terminated and SIGINT raise KeyboardInterrupt in the main thread."""
     if threading.current_thread() is not threading.main_thread():
         return  # only the main thread can set handlers (elk-opt called from a thread)
+    _terminated.clear()
     signal.signal(signal.SIGTERM, _raise_terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
 

@@ -492,12 +492,15 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 # ---------------------------------------------------------------------------- files
 
 MAX_JSON_BYTES = 2**30  # an input file's size cap: a 100,000-op instance is about 100 MB
+STDIN = "-"  # an input path that would mean standard input, which elk-opt does not read
 _READ_CHUNK = 2**24  # read in pieces: a signal is handled between two, and the cap checked
 
 
 def read_bytes(path: str | Path, limit: int) -> bytes:
     """A file's bytes, at most `limit` of them: a larger file (or an endless one such as
     /dev/zero) is an InputError once `limit` bytes are read. Other failures raise OSError."""
+    if str(path) == STDIN:
+        raise InputError(f"{path}: standard input is not supported: give a file name")
     chunks: list[bytes] = []
     size = 0
     with open(path, "rb") as f:
@@ -844,6 +847,11 @@ def _running(pid: int) -> bool:
 
 
 def save_json(path: str | Path, data: Any) -> None:
+    """Write `data` as JSON; gzipped when the name ends in `.gz` (every reader takes either)."""
+    if str(path) != STDOUT and str(path).endswith(".gz"):
+        text = json.dumps(data, separators=(",", ":")).encode("utf-8", "backslashreplace")
+        write_atomic(path, lambda f: f.write(gzip.compress(text, mtime=0)), mode="wb")
+        return
     write_atomic(path, lambda f: json.dump(data, f, separators=(",", ":")))
 
 

@@ -35,6 +35,7 @@ from elk_opt.bounds.window import window_key
 from elk_opt.certification.certificate import exec_order
 from elk_opt.certification.check import check
 from elk_opt.certification.run import certify
+from elk_opt.certification.search import ELK_FULL_SHARE, HEURISTIC_SHARE, Found, _heuristics
 from elk_opt.certification.worker import Task, TimedOut, Worker
 from elk_opt.cli import main
 from elk_opt.errors import UsageError
@@ -494,3 +495,19 @@ def test_the_layer_windows_and_their_lp_stay_within_a_budget(monkeypatch):
     if rows["fluid-layers"]["ns"] is not None:
         assert recompute(instance, "shared-noc", "fluid-layers",
                          rows["fluid-layers"]["params"]) == rows["fluid-layers"]["ns"]
+
+
+def test_elk_full_keeps_its_share_when_the_earlier_heuristics_spent_theirs():
+    # the search is HEURISTIC_SHARE - ELK_FULL_SHARE into its budget: Static, LHS and Elk-Dyn
+    # are not started, Elk-Full still runs under its own limit and hands back a valid plan
+    instance = elk_opt.synthetic_instance(ops=40, plans=3, seed=2)
+    found = Found(timing="separate-noc", time_limit_s=20.0, threads=1)
+    found.started -= (HEURISTIC_SHARE - ELK_FULL_SHARE) * found.time_limit_s
+    with Worker() as worker:
+        _heuristics(instance, found, SolveOptions(timing="separate-noc", threads=1), worker,
+                    progress=False)
+    outcome = {p["phase"]: p["outcome"] for p in found.phases}
+    assert all(outcome[m].startswith("not started") for m in ("static", "lhs", "elk-dyn"))
+    assert outcome["elk-full"].split()[0].replace(",", "").isdigit(), outcome  # a plan came
+    assert found.best is not None and found.best.claims.method == "elk-full"
+    assert elk_opt.verify(plan_to_dict(found.best))["valid"]

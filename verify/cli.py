@@ -43,11 +43,14 @@ DESCRIPTION = ("Check elk-plan/1 files (plain or gzipped) against the rules a pl
 
 MAX_BYTES = 2**30  # the most read of one file (an endless /dev/zero stops here)
 _CHUNK = 2**24  # read in pieces: an interrupt is handled between two
+NO_STDIN = "standard input is not supported: give a file name"
 
 
 def read(path: str) -> Any:
     """The parsed JSON document of a plain or gzipped file (told by its first two bytes);
     raises Malformed with the file's problem."""
+    if path == "-":
+        raise Malformed(NO_STDIN)
     try:
         data = bytearray()
         with open(path, "rb") as f:

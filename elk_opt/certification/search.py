@@ -6,10 +6,12 @@ runs the solver phases in a process of their own):
 1. the linear-time bounds of `run_all.lower_bounds` and Basic, in this process (instant: a
    certificate exists from the first second on);
 2. the other heuristics, cheapest first (Static, LHS, Elk-Dyn, Elk-Full), within half the
-   budget;
+   budget, of which ELK_FULL_SHARE is Elk-Full's whatever the others took; each runs under
+   its own time limit, so one cut short hands back its best plan so far;
 3. rounds until the gap closes, the time is up, or nothing is left to try: the solver-backed
-   bounds of `run_all.lower_bounds` within BOUND_SHARE of what is left (again in a later round
-   only if one of them ran out of time, then with twice the time per window), then CP-SAT
+   bounds of `run_all.lower_bounds` within FIRST_BOUND_SHARE of what is left (again in a later
+   round, within BOUND_SHARE, only if one of them ran out of time, then with twice the time
+   per window), then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order, or every order when the plan given executes in
    another: then CP-SAT solves over every order and polish, instance-order only, sits out)
@@ -40,7 +42,13 @@ from elk_opt.solution import SolveOptions, make_plan
 
 HEURISTICS = ("static", "lhs", "elk-dyn", "elk-full")  # after Basic, cheapest first
 HEURISTIC_SHARE = 0.5  # of the budget, at most, for the heuristics
+ELK_FULL_SHARE = 0.3  # of the budget, kept for Elk-Full within the heuristics' share
+HEURISTIC_GRACE = 0.05  # of the budget, past its limit before a heuristic's process is ended
 BOUND_SHARE = 0.4  # of what is left, for a round's solver-backed bounds
+# the first round's: the fluid LP it starts with is the bound that matters on whole models
+# (gaps of a few % against 15% for the linear-time ones), and under load it needs about
+# 12 s on Llama2-70B; polish, which the round leaves less, gains hundredths of a % there
+FIRST_BOUND_SHARE = 0.6
 CPSAT_SHARE = 0.5  # of what is left after the bounds, for CP-SAT's own limit
 POLISH_SHARE = 0.8  # of what is left then, for polish's own limit (it may overrun: see below)
 CPSAT_MAX_OPS = 200  # CP-SAT's model is quadratic in the ops: above this, polish alone
@@ -250,25 +258,42 @@ def _cheap(instance: Instance, found: Found, options: SolveOptions) -> None:
             f"basic {plan.claims.makespan_ns:,} ns, bound {found.lower():,} ns")
 
 
+def _heuristic_limits(found: Found, method: str) -> tuple[float, float, float]:
+    """`method`'s own time limit, when it ends, and the deadline past which its process is
+    ended (time.perf_counter() readings). The heuristics before Elk-Full end by
+    HEURISTIC_SHARE - ELK_FULL_SHARE of the budget, so that Elk-Full, the best of them, keeps
+    ELK_FULL_SHARE of it (less a grace the others overran by). Each runs under its limit, so
+    one cut short hands back its best plan so far, and is ended only HEURISTIC_GRACE of the
+    budget past it (a pass between two checks of its deadline may overrun it)."""
+    share = HEURISTIC_SHARE if method == "elk-full" else HEURISTIC_SHARE - ELK_FULL_SHARE
+    ends = found.started + share * found.time_limit_s - MARGIN_S
+    grace = max(GRACE_S, HEURISTIC_GRACE * found.time_limit_s)
+    return ends - time.perf_counter(), ends, min(ends + grace, found.hard_deadline())
+
+
 def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
                 progress: bool) -> None:
-    deadline = found.started + HEURISTIC_SHARE * found.time_limit_s
     for method in HEURISTICS:
         started = time.perf_counter()
-        if started >= deadline:
+        limit, ends, deadline = _heuristic_limits(found, method)
+        if limit < MIN_PHASE_S:
             _record(found, method, started, "not started: the heuristics' share was spent")
             found.cut = True
             continue
         try:
-            task = Task("solve", instance, {"method": method, "options": options})
-            _starting(found, method, progress)
+            task = Task("solve", instance, {"method": method, "ends": ends,
+                                            "options": replace(options, time_limit_s=limit)})
+            _starting(found, f"{method}, up to {limit:.0f} s", progress)
             plan = _call(found, worker, task, deadline)
         except TimedOut:
-            _record(found, method, started, "stopped at the heuristics' deadline")
+            _record(found, method, started, "ended: it overran its limit")
             found.cut = True
             continue
         kept = _offer_plan(found, plan)
+        stopped = plan.claims.params.get("stopped")
+        found.cut = found.cut or stopped is not None
         _record(found, method, started, f"{plan.claims.makespan_ns:,} ns"
+                                        + (f" (stopped: {stopped})" if stopped else "")
                                         + (" (best so far)" if kept else ""))
         _say(found, method, progress)
         if found.closed():
@@ -288,7 +313,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     target = found.given if found.given is not None else found.best
     if target is not None and exec_order(target) != "instance":
         return False  # the solver-backed bounds hold for the instance's order only
-    budget = BOUND_SHARE * found.left()
+    budget = (FIRST_BOUND_SHARE if round_ == 1 else BOUND_SHARE) * found.left()
     if budget < MIN_PHASE_S:
         found.cut = True
         return False

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from typing import Any
 
@@ -32,6 +32,7 @@ from elk_opt.problem import Instance
 
 POLL_S = 0.1  # how often the parent looks at the process while it waits
 HANDOVER_S = 2.0  # how long an interrupted parent waits for the phase's best so far
+MIN_LIMIT_S = 0.01  # a solve whose `ends` has passed still runs, to hand back a first plan
 
 
 class TimedOut(Exception):
@@ -40,7 +41,10 @@ class TimedOut(Exception):
 
 @dataclass(frozen=True)
 class Task:
-    kind: str  # "solve": elk_opt.methods.solve(instance, method, options); "bounds": lower_bounds
+    # "solve": elk_opt.methods.solve(instance, method, options), its time limit up to
+    # args["ends"] (a time.perf_counter() reading: one clock for every process) if given;
+    # "bounds": lower_bounds
+    kind: str
     instance: Instance
     args: dict[str, Any]
 
@@ -49,7 +53,11 @@ def _run(task: Task) -> Any:
     if task.kind == "solve":
         from elk_opt.methods import solve
 
-        return solve(task.instance, task.args["method"], task.args["options"])
+        options = task.args["options"]
+        if "ends" in task.args:  # the limit runs from here: the wait for this process is spent
+            options = replace(options, time_limit_s=max(MIN_LIMIT_S,
+                                                        task.args["ends"] - time.perf_counter()))
+        return solve(task.instance, task.args["method"], options)
     if task.kind == "bounds":
         from elk_opt.bounds.run_all import lower_bounds
 
