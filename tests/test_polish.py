@@ -133,7 +133,7 @@ def test_a_fixed_work_budget_repeats():
     repeatability is tests/test_solver_limits.py's."""
     instance = synthetic_instance(ops=36, plans=4, seed=5, tightness=0.6)
     start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
-    options = SolveOptions(threads=1, work_limit=0.2, timing="shared-noc", warm_start="basic",
+    options = SolveOptions(threads=1, work_limit=0.1, timing="shared-noc", warm_start="basic",
                            warm_plan=start, params={"margin": 1})
 
     def text(plan) -> str:
