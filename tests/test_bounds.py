@@ -145,7 +145,7 @@ def test_bounds_never_exceed_a_heuristic_plan(instance):
             assert_below(instance, plan.choice, plan.program, plan.release_ns)
 
 
-@settings(max_examples=6)  # each example runs every bound, CP-SAT's included, twice
+@settings(max_examples=4)  # each example runs every bound, CP-SAT's included, twice
 @given(synthetic_instances(max_ops=30, max_plans=4))
 def test_bounds_never_exceed_heuristic_plans_on_synthetic_decoders(instance):
     plans = [solve(instance, m, SolveOptions(timing="shared-noc", exec_order="instance"))
