@@ -17,6 +17,7 @@ from elk_opt.commands.flags import (
     add_cold,
     add_exec_order,
     add_timing,
+    default_methods_in_order,
     output_dir,
     output_file,
     positive_float,
@@ -24,7 +25,7 @@ from elk_opt.commands.flags import (
 from elk_opt.comparison import compare_plans
 from elk_opt.errors import UsageError
 from elk_opt.io import ensure_dir, load_instance, save_json
-from elk_opt.methods import METHODS, heuristics, skipped_for_order, solving_in
+from elk_opt.methods import METHODS, heuristics
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.plans import keep, packed
 from elk_opt.studies.report import TIMING_NAMES
@@ -51,11 +52,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _methods(text: str | None, exec_order: str | None) -> list[str]:
     if text is None:
-        skipped = skipped_for_order(heuristics(), exec_order)
-        if skipped:
-            print(f"--exec-order {exec_order}: skipping {', '.join(skipped)} (they solve only "
-                  "in the instance's order)", file=sys.stderr)
-        chosen = solving_in(heuristics(), exec_order, named=False)
+        chosen = default_methods_in_order(heuristics(), exec_order)
         if not chosen:
             raise UsageError(f"--exec-order {exec_order}: no heuristic solves in that order; "
                              "name methods with --methods (cpsat does)")

@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from elk_opt.errors import InputError, UsageError
@@ -144,6 +146,19 @@ def add_exec_order(p: argparse.ArgumentParser, study: bool = False) -> None:
                    help="instance: execute the ops in the instance's order; free: any order "
                         "the dependencies allow (docs/spec.md R2). Default: the method's own "
                         "(instance for every method that lists no other)." + more)
+
+
+def default_methods_in_order(listed: Sequence[str], exec_order: str | None) -> list[str]:
+    """A study's default method list under `--exec-order`: the methods that cannot solve in
+    that order are dropped and named on stderr (a method the user names is refused instead:
+    `elk_opt.methods.solving_in`)."""
+    from elk_opt.methods import skipped_for_order, solving_in
+
+    skipped = skipped_for_order(listed, exec_order)  # type: ignore[arg-type]
+    if skipped:
+        print(f"--exec-order {exec_order}: skipping {', '.join(skipped)} (they solve only in "
+              "the instance's order)", file=sys.stderr)
+    return solving_in(listed, exec_order, named=False)  # type: ignore[arg-type]
 
 
 def add_cold(p: argparse.ArgumentParser) -> None:

@@ -12,11 +12,12 @@ from elk_opt.commands.flags import (
     add_executor,
     add_quiet,
     add_timing,
+    default_methods_in_order,
     output_dir,
     positive_float,
 )
 from elk_opt.errors import UsageError
-from elk_opt.methods import METHODS, skipped_for_order, solving_in
+from elk_opt.methods import METHODS, solving_in
 from elk_opt.problem import Timing
 from elk_opt.studies.baseline import DEFAULT_PATH, write_baseline
 from elk_opt.studies.executors import EXECUTORS
@@ -68,12 +69,10 @@ def run(args: argparse.Namespace) -> int:
                              "order; drop --exec-order free")
         args.exec_order = "instance"
     specs = load_suite(args.suite)
-    methods = args.methods.split(",") if args.methods else default_methods(args.timing)
-    methods = solving_in(methods, args.exec_order, named=bool(args.methods))
-    skipped = skipped_for_order(default_methods(args.timing), args.exec_order)
-    if skipped and not args.methods:
-        print(f"--exec-order {args.exec_order}: skipping {', '.join(skipped)} (they solve only "
-              "in the instance's order)", file=sys.stderr)
+    if args.methods:
+        methods = solving_in(args.methods.split(","), args.exec_order, named=True)
+    else:
+        methods = default_methods_in_order(default_methods(args.timing), args.exec_order)
     if not methods:
         raise UsageError(f"--exec-order {args.exec_order}: no method to run; name some with "
                          "--methods")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -12,13 +11,13 @@ from elk_opt.commands.flags import (
     add_exec_order,
     add_executor,
     add_quiet,
+    default_methods_in_order,
     output_dir,
     positive_float,
     positive_int,
     thread_count,
 )
 from elk_opt.errors import UsageError
-from elk_opt.methods import skipped_for_order, solving_in
 from elk_opt.studies import paper
 from elk_opt.studies.executors import EXECUTORS
 from elk_opt.studies.reproduce import COST_MODELS, DEFAULT_METHODS, QUICK, SETTINGS, Grid
@@ -101,11 +100,7 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
         for option, field in (("methods", "methods"), ("exact_methods", "exact_methods")):
             if not getattr(args, option):  # a default list drops what cannot solve in it
                 listed = changes.get(field, getattr(grid, field))
-                skipped = skipped_for_order(listed, args.exec_order)
-                if skipped:
-                    print(f"--exec-order {args.exec_order}: skipping {', '.join(skipped)} "
-                          "(they solve only in the instance's order)", file=sys.stderr)
-                changes[field] = tuple(solving_in(listed, args.exec_order, named=False))
+                changes[field] = tuple(default_methods_in_order(listed, args.exec_order))
     grid = replace(grid, **changes)
     grid.validate()
     return grid
