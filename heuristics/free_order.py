@@ -16,11 +16,12 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.problem import Instance, Plan
 from elk_opt.reorder import reorder, restore
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics.exec_orders import johnson_order
-from heuristics.limits import bound_by, deadline_of
+from heuristics.limits import deadline_of
 
 InOrder = Callable[[Instance, SolveOptions], Plan]
 
@@ -72,5 +73,6 @@ def best_over_orders(instance: Instance, options: SolveOptions, method: str,
               "order_used": name, "orders_tried": tried}
     return make_plan(instance, plan.choice, plan.program, method=method, started=started,
                      timing=options.timing,
-                     lower_bound_ns=bound_by(instance, options.timing, "free", deadline),
+                     lower_bound_ns=cheap_bound_by(instance, options.timing, deadline,
+                                                   any_order=True),
                      params=params)

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import time
 
+from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.problem import Choice, Instance, Instr, Plan, program_from_issue
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics import lhs_list
 from heuristics.ladders import op_classes
-from heuristics.limits import bound_by, deadline_of
+from heuristics.limits import deadline_of
 
 MAX_RERUNS = 64  # then fall back to no loads ahead
 MAX_LIST_RERUNS = 16  # the same for the list scheduler, whose pass costs more
@@ -73,8 +74,9 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         program, limit, reruns = _in_order(exec_space, pre_space, sram)
     return make_plan(instance, choice, program, method="lhs", started=started,
                      timing=options.timing,
-                     lower_bound_ns=bound_by(instance, options.timing, order,
-                                             deadline_of(options, started)),
+                     lower_bound_ns=cheap_bound_by(instance, options.timing,
+                                                   deadline_of(options, started),
+                                                   any_order=order == "free"),
                      params={"memory_limit_bytes": limit, "reruns": reruns,
                              "exec_order": order})
 

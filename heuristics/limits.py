@@ -5,24 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from elk_opt.bounds.cheap import cheap_bounds
 from elk_opt.deadline import Deadline
 from elk_opt.interrupts import stop_requested
-from elk_opt.problem import Choice, ExecOrder, Instance, Instr, Plan, Timing
+from elk_opt.problem import Choice, Instance, Instr, Plan
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics import basic
 
 
 def deadline_of(options: SolveOptions, started: float) -> Deadline:
     return Deadline.after(options.time_limit_s, started)
-
-
-def bound_by(instance: Instance, timing: Timing, order: ExecOrder, deadline: Deadline
-             ) -> int | None:
-    """The best linear-time bound computed before `deadline` that holds for the plans `order`
-    allows (under "free", a bound on every topological order)."""
-    return max(cheap_bounds(instance, timing, any_order=order == "free",
-                            deadline=deadline).values(), default=None)
 
 
 def stopped_params(stopped: bool) -> dict[str, Any]:

@@ -71,7 +71,9 @@ def best_cheap_bound(instance: Instance, timing: Timing, *, any_order: bool = Fa
     return max(cheap_bounds(instance, timing, any_order=any_order).values())
 
 
-def cheap_bound_by(instance: Instance, timing: Timing, deadline: Deadline) -> int | None:
+def cheap_bound_by(instance: Instance, timing: Timing, deadline: Deadline, *,
+                   any_order: bool = False) -> int | None:
     """`best_cheap_bound` of the bounds computed before `deadline` (None if none was): what a
-    method under a time limit claims."""
-    return max(cheap_bounds(instance, timing, deadline=deadline).values(), default=None)
+    method under a time limit claims (a method that may reorder: `any_order`)."""
+    return max(cheap_bounds(instance, timing, any_order=any_order, deadline=deadline).values(),
+               default=None)
