@@ -170,7 +170,9 @@ def test_a_loaded_instance_is_kept_out_of_the_cyclic_collector(tmp_path):
     before = gc.get_freeze_count()
     with pytest.raises(InputError):
         load_instance(tmp_path / "bad.json")
-    assert gc.get_freeze_count() == before  # nothing frozen by a failed read
+    # nothing frozen by a failed read (the count may drop: a frozen object other tests left
+    # can be freed meanwhile, by reference counting)
+    assert gc.get_freeze_count() <= before
     instance = load_instance(path)
     assert gc.get_freeze_count() > before
     assert not any(o is instance for o in gc.get_objects())  # frozen: not in any generation
