@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import highspy
@@ -58,6 +59,7 @@ class FluidBound:
     rows: int
     classes: int
     wall_s: float
+    repeats: int = 0  # repeats of a block of ops summed into one (elk_opt.bounds.periodic)
 
 
 def speeds(load_demand: int, exec_demand: int, timing: Timing) -> tuple[float, float]:
@@ -104,10 +106,18 @@ class _Lp:
         self.start: list[int] = [0]
         self.index: list[int] = []
         self.value: list[float] = []
+        self.anchor: list[int] = []  # per column, the op it belongs to (elk_opt.bounds.periodic)
 
-    def column(self, cost: float = 0.0) -> int:
+    def column(self, cost: float = 0.0, anchor: int = -1) -> int:
         self.cost.append(cost)
+        self.anchor.append(anchor)
         return len(self.cost) - 1
+
+    def rows(self) -> Iterator[tuple[dict[int, float], float, float]]:
+        """Each row as ({column: coefficient}, lower, upper)."""
+        for r, (lower, upper) in enumerate(zip(self.row_lower, self.row_upper, strict=True)):
+            span = range(self.start[r], self.start[r + 1])
+            yield {self.index[k]: self.value[k] for k in span}, lower, upper
 
     def row(self, entries: dict[int, float], lower: float, upper: float) -> None:
         for col, v in entries.items():
@@ -166,16 +176,18 @@ class FluidModel:
     def load_class(self, c: PairCost) -> int:
         return _class_of(c.load_demand if self.timing == "shared-noc" else 0, self.reps)
 
-    def solve(self, time_limit_s: float | None, threads: int) -> int | None:
+    def solve(self, time_limit_s: float | None, threads: int, scale: int = 1) -> int | None:
         """The LP's optimum rounded up with a margin for the solver's tolerance (None if it
         did not finish). A column whose reduced cost is negative by d lets the reported
         optimum exceed the true one by at most d times its value; every column is at most the
-        optimum (those with a cost) or the total load time (the others; picks are at most 1)."""
+        optimum (those with a cost) or the total load time (the others; picks are at most 1),
+        times `scale` when a column stands for the sum of that many (elk_opt.bounds.periodic)."""
         solved = self.lp.solve(time_limit_s, threads)
         if solved is None:
             return None
         value, infeasible = solved
-        most = max(value, sum(max(c.load for c in cs) for cs in self.costs), 1.0)
+        loads = sum(max(c.load for c in cs) for cs in self.costs)
+        most = max(value, scale * max(loads, 1.0))
         margin = infeasible * most + 1e-9 * abs(value) + 1e-6
         return max(0, math.ceil(value - margin))
 
@@ -189,7 +201,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
               for cs in costs for c in cs if c.load > 0}
     reps = representatives(loaded, max_classes) if loaded else []
     lp = _Lp()
-    pick = [[lp.column() for _ in cs] for cs in costs]
+    pick = [[lp.column(anchor=j) for _ in cs] for j, cs in enumerate(costs)]
     for row in pick:
         lp.row(dict.fromkeys(row, 1.0), 1.0, 1.0)
     model = FluidModel(lp, costs, pick, reps, [], [], timing)
@@ -201,7 +213,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
     for b in range(n + 1):
         if b < n:
             for k in range(len(reps)):
-                z = lp.column(1.0)  # z: loading while no execute is active
+                z = lp.column(1.0, b)  # z: loading while no execute is active
                 work[b][k][z] = 1.0
                 alone[b].append(z)
                 phases[b].append(z)
@@ -212,12 +224,12 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
         for a, c in enumerate(costs[i]):
             by_demand.setdefault(c.exec_demand if timing == "shared-noc" else 0, []).append(a)
         for demand, members in by_demand.items():
-            y = lp.column(1.0)  # y: the execute alone
+            y = lp.column(1.0, b)  # y: the execute alone
             row = {y: 1.0}
             phases[b].append(y)
             if b < n:  # loads overlapping the last execute would be past every deadline
                 for k, rep in enumerate(reps):
-                    x = lp.column(1.0)
+                    x = lp.column(1.0, b)
                     phases[b].append(x)
                     s_load, s_exec = speeds(rep, demand, timing)
                     row[x] = s_exec
@@ -234,7 +246,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
             for a, c in enumerate(costs[j]):
                 if c.load > 0 and model.load_class(c) == k:
                     row[pick[j][a]] = row.get(pick[j][a], 0.0) - c.load
-            backlog = lp.column()
+            backlog = lp.column(anchor=j)
             row[backlog] = -1.0
             lp.row(row, 0.0, 0.0)
     model.alone, model.work, model.phases = alone, work, phases

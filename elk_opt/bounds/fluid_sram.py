@@ -37,11 +37,11 @@ demands, both spaces).
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from elk_opt.bounds.cuts import PairCost, pair_uses
-from elk_opt.bounds.fluid import FluidBound, build_fluid
+from elk_opt.bounds.fluid import FluidBound, FluidModel, build_fluid
+from elk_opt.bounds.periodic import solve_fluid, solved_ops
 from elk_opt.problem import Instance, Timing
 
 DEFAULT_BAND = 24
@@ -79,18 +79,33 @@ def _undominated(costs: list[SpacedCost]) -> list[SpacedCost]:
 
 def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
                      band: int = DEFAULT_BAND, max_classes: int = 16,
-                     threads: int = 1) -> FluidBound:
-    """The fluid LP with R5 rows (module docstring), loads tracked `band` intervals back."""
+                     threads: int = 1, periodic: bool = True) -> FluidBound:
+    """The fluid LP with R5 rows (module docstring), loads tracked `band` intervals back.
+    `periodic`: where a block of ops repeats, solve the LP with the repeats summed
+    (elk_opt.bounds.periodic), a relaxation of the same LP that stays small at any depth."""
     if band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
-    started = time.perf_counter()
-    costs = spaced_costs(instance)
+    sram = instance.chip.sram_bytes
+
+    def build(costs: list[list[SpacedCost]]) -> FluidModel:
+        return build_fluid_sram(costs, sram, timing, band, max_classes)
+
+    return solve_fluid(spaced_costs(instance), build, time_limit_s, threads,
+                       reach=band + 2 if periodic else None)
+
+
+def fluid_sram_ops(instance: Instance, band: int = DEFAULT_BAND) -> int:
+    """The ops the LP of `fluid_sram_bound` covers, repeats summed: what its cost grows with."""
+    return solved_ops(spaced_costs(instance), band + 2)
+
+
+def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Timing,
+                     band: int, max_classes: int) -> FluidModel:
+    """The fluid LP over `costs` with the R5 rows of the module docstring, not yet solved."""
     n = len(costs)
-    if n == 0:
-        return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
     model = build_fluid(costs, timing, max_classes)  # type: ignore[arg-type]
     lp = model.lp
-    sram = float(instance.chip.sram_bytes)
+    sram = float(sram_bytes)
     # per interval b and class k: {column: coefficient} of the tracked loads' work (and
     # alone work) in b; per execute k: the charges of the loads pending at it
     done: dict[tuple[int, int], dict[int, float]] = {}
@@ -102,10 +117,10 @@ def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | N
             if c.load == 0:
                 continue
             k = model.load_class(c)
-            before = lp.column() if first > 0 else None  # the fraction done before the band
+            before = lp.column(anchor=j) if first > 0 else None  # the fraction done before the band
             previous = before
             for b in range(first, j + 1):
-                f = lp.column()
+                f = lp.column(anchor=j)
                 if b == j:
                     lp.row({f: 1.0, model.pick[j][a]: -1.0}, 0.0, 0.0)
                 step = {f: 1.0} if previous is None else {f: 1.0, previous: -1.0}
@@ -116,7 +131,7 @@ def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | N
                     cell[col] = cell.get(col, 0.0) + v * c.load
                 wz = None
                 if b >= 1:
-                    wz = lp.column()
+                    wz = lp.column(anchor=j)
                     lp.row({wz: 1.0, **{col: -v for col, v in step.items()}},
                            float("-inf"), 0.0)
                     alone.setdefault((b, k), {})[wz] = float(c.load)
@@ -136,6 +151,4 @@ def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | N
         for a, c in enumerate(costs[k]):
             row[model.pick[k][a]] = c.held_space / sram
         lp.row(row, float("-inf"), 1.0)
-    bound = model.solve(time_limit_s, threads)
-    return FluidBound(bound, len(lp.cost), len(lp.row_lower), len(model.reps),
-                      time.perf_counter() - started)
+    return model

@@ -12,7 +12,8 @@ only slows); the port bounds need the shared port.
 - fluid: an LP over how load and execute work can overlap between execute starts, with
   the port's sharing rule under 5b (elk_opt.bounds.fluid);
 - fluid-sram: the fluid LP plus rule R5 over the loads that have made progress by each
-  execute (elk_opt.bounds.fluid_sram), up to `fluid_sram_max_ops` ops;
+  execute (elk_opt.bounds.fluid_sram), up to `fluid_sram_max_ops` ops once repeated layers
+  are summed (elk_opt.bounds.periodic);
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
   (elk_opt.bounds.window); sees SRAM;
@@ -101,17 +102,18 @@ def _fluid(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
 
 
 def _fluid_sram(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    from elk_opt.bounds.fluid_sram import DEFAULT_BAND, fluid_sram_bound, fluid_sram_ops
     n = len(instance.ops)
-    if n > lim.fluid_sram_max_ops:
+    if fluid_sram_ops(instance, DEFAULT_BAND) > lim.fluid_sram_max_ops:
         return None
-    from elk_opt.bounds.fluid_sram import DEFAULT_BAND, fluid_sram_bound
     lim.say(f"fluid LP with SRAM of {n} ops...")
     started = time.perf_counter()
     fb = fluid_sram_bound(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
                           threads=lim.threads)
     done = fb.bound_ns is not None
+    summed = f", {fb.repeats} repeats of a block summed" if fb.repeats else ""
     note = (f"{fb.columns:,} columns, {fb.rows:,} rows, loads tracked {DEFAULT_BAND} "
-            "executes back" if done else f"not finished in {lim.fluid_time_s:g} s")
+            f"executes back{summed}" if done else f"not finished in {lim.fluid_time_s:g} s")
     return _row("fluid-sram", started, fb.bound_ns, lim.timing, "instance", note,
                 status="complete" if done else "time-limit",
                 params={"time_limit_s": lim.fluid_time_s, "band": DEFAULT_BAND})

@@ -35,8 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--fluid-time", type=positive_float, default=120.0, metavar="S",
                    help="time limit of the fluid LP (default 120 s)")
     p.add_argument("--fluid-sram-max-ops", type=nonnegative_int, default=600, metavar="N",
-                   help="skip the fluid LP with SRAM above this many ops (default 600; it "
-                        "shares --fluid-time)")
+                   help="skip the fluid LP with SRAM above this many ops, counted after "
+                        "repeated layers are summed into one block (default 600; it shares "
+                        "--fluid-time)")
     p.add_argument("--window", type=nonnegative_int, default=12, metavar="N",
                    help="ops per window of the window bound (0: skip it; default 12)")
     p.add_argument("--window-time", type=positive_float, default=2.0, metavar="S",
