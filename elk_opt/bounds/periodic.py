@@ -68,8 +68,7 @@ def find_period(keys: Sequence[Hashable], min_length: int) -> Period | None:
 def solved_ops(costs: Sequence[Sequence[Hashable]], reach: int | None) -> int:
     """How many ops' worth of LP `solve_fluid` builds: the shortened model's when the ops
     repeat (whether its rows then check out is known only once it is built)."""
-    period = None if reach is None else find_period([tuple(cs) for cs in costs], reach)
-    tried = _trimmed(period, reach or 0)
+    tried = _candidates(costs, reach)
     if not tried:
         return len(costs)
     p = tried[0]
@@ -83,8 +82,7 @@ def solve_fluid(costs: list[list[Cost]], build: Callable[[list[list[Cost]]], Flu
     started = time.perf_counter()
     if not costs:
         return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
-    period = None if reach is None else find_period([tuple(cs) for cs in costs], reach)
-    for p in _trimmed(period, reach or 0):
+    for p in _candidates(costs, reach):
         cut = p.start + EXPLICIT * p.length
         model = build(costs[:cut] + costs[p.start + p.count * p.length:])
         summed = summed_lp(model.lp, p)
@@ -101,9 +99,13 @@ def solve_fluid(costs: list[list[Cost]], build: Callable[[list[list[Cost]]], Flu
                       time.perf_counter() - started)
 
 
-def _trimmed(period: Period | None, reach: int) -> list[Period]:
-    """The period with its first repeats dropped until it starts `reach` ops in (rows near the
-    model's ends are cut short), then one repeat fewer at either end: the candidates tried."""
+def _candidates(costs: Sequence[Sequence[Hashable]], reach: int | None) -> list[Period]:
+    """The periods tried, in order: the best repeated block (`find_period`) with its first
+    repeats dropped until it starts `reach` ops in (rows near the model's ends are cut short),
+    then one repeat fewer at either end. None without a `reach`."""
+    if reach is None:
+        return []
+    period = find_period([tuple(cs) for cs in costs], reach)
     if period is None:
         return []
     skip = max(0, -(-(reach - period.start) // period.length))
@@ -121,9 +123,9 @@ def summed_lp(lp: _Lp, period: Period) -> _Lp | None:
     def block(anchor: int) -> int:  # -1 prefix, 0..3 the repeats, 4 the suffix
         return -1 if anchor < s else min((anchor - s) // n, EXPLICIT)
 
-    blocks = [block(a) for a in lp.anchor]
-    if min(lp.anchor, default=0) < 0:
+    if min(lp.anchor, default=0) < 0:  # a column of no op: the builder is not local
         return None
+    blocks = [block(a) for a in lp.anchor]
     seen: Counter[int] = Counter()
     local: list[tuple[int, int]] = []  # per column: (its op's place in its repeat, ordinal)
     for a, b in zip(lp.anchor, blocks, strict=True):
