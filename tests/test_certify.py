@@ -16,6 +16,7 @@ import os
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -47,7 +48,7 @@ from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from tests.processes import descendants, wait_gone
 from tests.schemas import certificate_validator, closed_certificate_validator, errors
 from tests.strategies import random_instances
-from tests.tiny import parse, tiny_instance
+from tests.tiny import branching, parse, tiny_instance
 
 STOPS = {"gap closed", "time limit", "nothing left to try"}
 
@@ -382,9 +383,12 @@ def test_the_schema_command_prints_the_shipped_schema(name, capsys):
 
 # ---------------------------------------------------------------------------- interrupts
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_an_interrupt_writes_the_best_certificate_so_far(signum, tmp_path):
-    inst, cert, log = tmp_path / "i.json", tmp_path / "cert.json", tmp_path / "err.txt"
+@contextlib.contextmanager
+def certify_running(tmp_path: Path, cert: Path, line: str
+                    ) -> Iterator[tuple[subprocess.Popen, Path]]:
+    """`elk-opt certify` (600 s budget) on a 60-op synthetic instance, in a session of its own,
+    once its progress on stderr shows `line`; the whole group is killed on the way out."""
+    inst, log = tmp_path / "i.json", tmp_path / "err.txt"
     save_instance(inst, elk_opt.synthetic_instance(ops=60, plans=4, seed=5))
     with log.open("w") as err:
         proc = subprocess.Popen(["elk-opt", "certify", str(inst), "--time-limit", "600",
@@ -392,18 +396,25 @@ def test_an_interrupt_writes_the_best_certificate_so_far(signum, tmp_path):
                                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
     try:
         deadline = time.monotonic() + 120
-        while "linear-time bounds and Basic" not in log.read_text():
+        while line not in log.read_text():
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             time.sleep(0.2)
+        yield proc, log
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupt_writes_the_best_certificate_so_far(signum, tmp_path):
+    cert = tmp_path / "cert.json"
+    with certify_running(tmp_path, cert, "linear-time bounds and Basic") as (proc, log):
         if signum == signal.SIGINT:
             os.killpg(proc.pid, signum)  # Ctrl-C: the whole group, worker included
         else:
             proc.send_signal(signum)  # SIGTERM: elk-opt alone
         assert proc.wait(timeout=30) == 128 + signum, log.read_text()
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
     text = log.read_text()
     assert "interrupted" in text and "best certificate so far" in text, text
     doc = json.loads(cert.read_text())
@@ -415,27 +426,14 @@ def test_an_interrupt_writes_the_best_certificate_so_far(signum, tmp_path):
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from /proc")
 def test_sigkill_to_certify_ends_its_solver_worker(tmp_path):
     # SIGKILL runs no clean-up: the worker, mid-solve (minutes left), must end on its own
-    inst, log = tmp_path / "i.json", tmp_path / "err.txt"
-    save_instance(inst, elk_opt.synthetic_instance(ops=60, plans=4, seed=5))
-    with log.open("w") as err:
-        proc = subprocess.Popen(["elk-opt", "certify", str(inst), "--time-limit", "600",
-                                 "--threads", "1", "-o", str(tmp_path / "cert.json")],
-                                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 120
-        while "running the solver-backed bounds" not in log.read_text():
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+    cert = tmp_path / "cert.json"
+    with certify_running(tmp_path, cert, "running the solver-backed bounds") as (proc, _log):
         started = descendants(proc.pid)
         assert started, "the solver worker is traced"
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
         assert not wait_gone(started, seconds=10), "the worker outlived the killed certify"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert not (tmp_path / "cert.json").exists()
+    assert not cert.exists()
 
 
 def assert_holds_interrupted(doc: dict) -> None:
@@ -447,9 +445,7 @@ def assert_holds_interrupted(doc: dict) -> None:
 def test_a_free_order_plan_is_certified_with_bounds_for_every_order(worker):
     """CP-SAT's free-order optimum on two chains that join: certify solves over every order
     too, so its proof (and the any-order cuts) close the gap."""
-    instance = tiny_instance([(10, 40, 5, 10, 0), (10, 40, 5, 10, 0), (50, 10, 5, 10, 0),
-                              (5, 10, 30, 10, 0), (5, 10, 5, 10, 0)], sram=100,
-                             inputs=[(), (0,), (), (2,), (1, 3)])
+    instance = branching()
     plan = solve(instance, "cpsat", SolveOptions(timing="separate-noc", exec_order="free",
                                                  threads=1))
     assert exec_order(plan) == "free" and plan.claims.status == "optimal"

@@ -25,7 +25,7 @@ from elk_opt.problem import TIMINGS, Claims, Plan
 from elk_opt.solution import SolveOptions
 from formulations.enumerate import enumerate_free_optimum, enumerate_optimum
 from tests.strategies import random_instances
-from tests.tiny import only_choice, parse, tiny_instance
+from tests.tiny import branching, only_choice, parse, tiny_instance
 from verify import check
 
 SEPARATE = SolveOptions(threads=1, timing="separate-noc")
@@ -128,10 +128,7 @@ def test_gap_study_in_free_order_records_it_and_keeps_orders_apart(tmp_path, cap
 
 def test_compare_in_free_order_runs_the_methods_that_can(tmp_path, capsys):
     path = tmp_path / "instance.json"
-    save_instance(path, tiny_instance([(10, 40, 5, 10, 0), (10, 40, 5, 10, 0),
-                                       (50, 10, 5, 10, 0), (5, 10, 30, 10, 0),
-                                       (5, 10, 5, 10, 0)], sram=100,
-                                      inputs=[(), (0,), (), (2,), (1, 3)]))
+    save_instance(path, branching())
     rows_path = tmp_path / "rows.json"
     assert main(["compare", str(path), "--methods", "cpsat", "--exec-order", "free",
                  "--timing", "separate-noc", "--json", str(rows_path)]) == 0
@@ -197,9 +194,7 @@ def test_free_optimum_is_never_above_the_instance_order_optimum(instance, timing
 
 def test_branching_instance_gains_from_a_free_order():
     """Two chains that join: running the second chain's first op early hides its load."""
-    instance = tiny_instance([(10, 40, 5, 10, 0), (10, 40, 5, 10, 0), (50, 10, 5, 10, 0),
-                              (5, 10, 30, 10, 0), (5, 10, 5, 10, 0)], sram=100,
-                             inputs=[(), (0,), (), (2,), (1, 3)])
+    instance = branching()
     fixed = solve(instance, "cpsat", SEPARATE)
     free = solve(instance, "cpsat", SEPARATE_FREE)
     best = enumerate_free_optimum(instance)
@@ -251,10 +246,7 @@ def test_any_order_cuts_equal_the_instance_cuts_on_a_chain():
 
 def test_bound_command_in_free_order_lists_only_bounds_for_every_order(tmp_path, capsys):
     path = tmp_path / "instance.json"
-    save_instance(path, tiny_instance([(10, 40, 5, 10, 0), (10, 40, 5, 10, 0),
-                                       (50, 10, 5, 10, 0), (5, 10, 30, 10, 0),
-                                       (5, 10, 5, 10, 0)], sram=100,
-                                      inputs=[(), (0,), (), (2,), (1, 3)]))
+    save_instance(path, branching())
     out = tmp_path / "bounds.json"
     assert main(["bound", str(path), "--exec-order", "free", "-o", str(out), "--quiet"]) == 0
     rows = json.loads(out.read_text())["bounds"]
@@ -276,9 +268,7 @@ def test_export_of_a_free_order_model_is_refused_with_one_line(tmp_path, capsys)
 def test_a_warm_start_in_another_order_starts_the_free_model(timing):
     """The exhaustive search's free-order plan (it reorders) as the warm start: re-timed in
     its own order under 5b, hinted under section 5; the result is never worse."""
-    instance = tiny_instance([(10, 40, 5, 10, 0), (10, 40, 5, 10, 0), (50, 10, 5, 10, 0),
-                              (5, 10, 30, 10, 0), (5, 10, 5, 10, 0)], sram=100,
-                             inputs=[(), (0,), (), (2,), (1, 3)])
+    instance = branching()
     best = enumerate_free_optimum(instance, "separate-noc")
     assert [j for kind, j in best.program if kind == "E"] != list(range(5))
     warm = Plan(instance=instance, choice=best.choice, program=best.program,

@@ -22,6 +22,14 @@ def tiny_instance(specs: list[tuple[int, int, int, int, int]], sram: int = 100,
     return Instance(name="tiny", chip=chip, ops=tuple(ops))
 
 
+def branching() -> Instance:
+    """Two chains that join: running the second chain's first op early hides its load, so a
+    free execution order gains over the instance's."""
+    return tiny_instance([(10, 40, 5, 10, 0), (10, 40, 5, 10, 0), (50, 10, 5, 10, 0),
+                          (5, 10, 30, 10, 0), (5, 10, 5, 10, 0)], sram=100,
+                         inputs=[(), (0,), (), (2,), (1, 3)])
+
+
 def only_choice(instance: Instance) -> list[Choice]:
     return [Choice(exec=0, preload=0) for _ in instance.ops]
 
