@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from elk_opt.bounds.cheap import best_cheap_bound, cheap_bounds
 from elk_opt.bounds.fluid import fluid_bound, representatives
 from elk_opt.bounds.fluid_layers import fluid_layers_bound
+from elk_opt.bounds.fluid_milp import fluid_milp_bound
 from elk_opt.bounds.fluid_sram import fluid_sram_bound
 from elk_opt.bounds.ideal import allowed_pairs, ideal_bound, least_tail
 from elk_opt.bounds.layers import layer_bound, layer_windows
@@ -98,6 +99,7 @@ def all_bounds(instance: Instance, timing: str, cpsat: bool = False) -> dict[str
     out["fluid, 2 classes"] = fluid_bound(instance, timing, max_classes=2).bound_ns
     out["fluid-sram"] = fluid_sram_bound(instance, timing).bound_ns
     out["fluid-sram, band 1"] = fluid_sram_bound(instance, timing, band=1).bound_ns
+    out["fluid-milp"] = fluid_milp_bound(instance, timing).bound_ns
     if cpsat:  # small windows: every window but the first has a free time origin
         for width in (2, 6):  # a time limit keeps CP-SAT's bound a bound
             windows = layer_bound(instance, timing, time_limit_s=1.0, max_width=width)
@@ -184,9 +186,24 @@ def test_the_fluid_bound_with_sram_charges_a_load_that_overlaps_an_execute():
     # 0.6 + 0.6 f <= 1, so f <= 2/3 and a third of P1 runs alone: 33.3, rounded up 34.
     instance = tiny_instance([(10, 60, 10, 60, 0), (10, 60, 10, 60, 0)])
     assert enumerate_optimum(instance).makespan_ns == 40
+    # Charged whole (the MIP), any progress of P1 before E1 starts makes op1 pending at E0,
+    # which R5 forbids: P1 runs after E0, and the bound is the optimum.
     for timing in TIMINGS:
         assert fluid_bound(instance, timing).bound_ns == 30
         assert fluid_sram_bound(instance, timing).bound_ns == 34
+        assert fluid_milp_bound(instance, timing).bound_ns == 40
+
+
+@settings(max_examples=40)
+@given(random_instances(max_ops=6, max_plans=3, noc=True))
+def test_the_fluid_mip_is_at_least_its_lp(instance):
+    """The MIP only takes solutions away from the fluid LP with SRAM (same rows, with 0/1
+    columns and whole charges that are at least the fractional ones): its bound is at least
+    the LP's, up to the two solvers' rounding margins (1 ns and a millionth)."""
+    for timing in TIMINGS:
+        lp = fluid_sram_bound(instance, timing, periodic=False).bound_ns
+        mip = fluid_milp_bound(instance, timing)
+        assert mip.complete and mip.bound_ns >= lp - 1 - lp // 1_000_000, (timing, mip, lp)
 
 
 def test_the_port_bounds_prove_a_contended_optimum():
@@ -244,7 +261,7 @@ def test_bound_command_reports_each_timing_s_bounds(tmp_path, capsys):
     report = json.loads(out.read_text())
     rows = {r["bound"]: r for r in report["bounds"]}
     assert report["timing"] == "shared-noc" and set(rows) == {
-        "ideal", "hbm-cut", "port-total", "port-cut", "fluid", "fluid-sram"}
+        "ideal", "hbm-cut", "port-total", "port-cut", "fluid", "fluid-sram", "fluid-milp"}
     assert report["best"]["ns"] == fluid_bound(load_instance(CALIBRATION),
                                                "shared-noc").bound_ns
     assert rows["port-cut"]["timings"] == "shared-noc" and rows["ideal"]["order"] == "any"
@@ -253,7 +270,7 @@ def test_bound_command_reports_each_timing_s_bounds(tmp_path, capsys):
                  "--layers", "0", "--lp-max-ops", "0", "-o", str(out)]) == 0
     report = json.loads(out.read_text())
     assert {r["bound"] for r in report["bounds"]} == {"ideal", "hbm-cut", "fluid",
-                                                      "fluid-sram"}
+                                                      "fluid-sram", "fluid-milp"}
     assert report["best"]["ns"] == 191_398
     assert main(["bound", str(CALIBRATION), "--timing", "nonsense"]) == 2
 

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 import highspy
@@ -60,6 +60,7 @@ class FluidBound:
     classes: int
     wall_s: float
     repeats: int = 0  # repeats of a block of ops summed into one (elk_opt.bounds.periodic)
+    complete: bool = True  # False: a search stopped by its limit (the bound still holds)
 
 
 def speeds(load_demand: int, exec_demand: int, timing: Timing) -> tuple[float, float]:
@@ -130,6 +131,17 @@ class _Lp:
 
     def solve(self, time_limit_s: float | None, threads: int) -> tuple[float, float] | None:
         """(optimum, sum of dual infeasibilities) of the minimisation, None if not solved."""
+        h = self.highs(time_limit_s, threads)
+        if run_interruptible(h):
+            raise KeyboardInterrupt
+        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+            return None
+        info = h.getInfo()
+        return info.objective_function_value, max(0.0, info.sum_dual_infeasibilities)
+
+    def highs(self, time_limit_s: float | None, threads: int,
+              integers: Sequence[int] = ()) -> highspy.Highs:
+        """A quiet HiGHS holding the minimisation, `integers` the columns that are 0 or 1."""
         h = new_highs(verbose=False)
         h.setOptionValue("threads", threads)
         if time_limit_s is not None:
@@ -139,7 +151,9 @@ class _Lp:
         lp.num_row_ = len(self.row_lower)
         lp.col_cost_ = np.array(self.cost)
         lp.col_lower_ = np.zeros(lp.num_col_)
-        lp.col_upper_ = np.full(lp.num_col_, highspy.kHighsInf)
+        upper = np.full(lp.num_col_, highspy.kHighsInf)
+        upper[list(integers)] = 1.0
+        lp.col_upper_ = upper
         lp.row_lower_ = np.array(self.row_lower)
         lp.row_upper_ = np.array(self.row_upper)
         matrix = lp.a_matrix_
@@ -148,13 +162,13 @@ class _Lp:
         matrix.start_ = np.array(self.start, dtype=np.int32)
         matrix.index_ = np.array(self.index, dtype=np.int32)
         matrix.value_ = np.array(self.value)
+        if integers:
+            kinds = [highspy.HighsVarType.kContinuous] * lp.num_col_
+            for col in integers:
+                kinds[col] = highspy.HighsVarType.kInteger
+            lp.integrality_ = kinds
         h.passModel(lp)
-        if run_interruptible(h):
-            raise KeyboardInterrupt
-        if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-            return None
-        info = h.getInfo()
-        return info.objective_function_value, max(0.0, info.sum_dual_infeasibilities)
+        return h
 
 
 @dataclass
@@ -172,6 +186,7 @@ class FluidModel:
     work: list[list[dict[int, float]]]
     timing: Timing
     phases: list[list[int]] = field(default_factory=list)
+    integers: list[int] = field(default_factory=list)  # columns that are 0 or 1 (a MIP)
 
     def load_class(self, c: PairCost) -> int:
         return _class_of(c.load_demand if self.timing == "shared-noc" else 0, self.reps)

@@ -100,17 +100,21 @@ def fluid_sram_ops(instance: Instance, band: int = DEFAULT_BAND) -> int:
 
 
 def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Timing,
-                     band: int, max_classes: int) -> FluidModel:
-    """The fluid LP over `costs` with the R5 rows of the module docstring, not yet solved."""
+                     band: int, max_classes: int, whole: bool = False) -> FluidModel:
+    """The fluid LP over `costs` with the R5 rows of the module docstring, not yet solved.
+    `whole`: R5 charges pending loads whole, through 0/1 columns (elk_opt.bounds.fluid_milp),
+    listed with the pair columns in `model.integers`."""
     n = len(costs)
     model = build_fluid(costs, timing, max_classes)  # type: ignore[arg-type]
     lp = model.lp
     sram = float(sram_bytes)
     # per interval b and class k: {column: coefficient} of the tracked loads' work (and
-    # alone work) in b; per execute k: the charges of the loads pending at it
+    # alone work) in b; per execute k: the charges of the loads pending at it; per (op j,
+    # execute k): for each loading pair, its progress by E<k>'s end less its alone work there
     done: dict[tuple[int, int], dict[int, float]] = {}
     alone: dict[tuple[int, int], dict[int, float]] = {}
     charged: list[dict[int, float]] = [{} for _ in range(n)]
+    progress: dict[tuple[int, int], list[tuple[int, int, int]]] = {}
     for j, cs in enumerate(costs):
         first = max(0, j - band)
         for a, c in enumerate(cs):
@@ -136,8 +140,7 @@ def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Tim
                            float("-inf"), 0.0)
                     alone.setdefault((b, k), {})[wz] = float(c.load)
                     # the charge at E<b-1>: work before S_{b-1} or while E<b-1> runs
-                    charged[b - 1][f] = c.load_space / sram
-                    charged[b - 1][wz] = -c.load_space / sram
+                    progress.setdefault((j, b - 1), []).append((a, f, wz))
                 previous = f
     for (b, k), cell in done.items():
         row = dict(cell)
@@ -146,9 +149,44 @@ def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Tim
         lp.row(row, float("-inf"), 0.0)
     for (b, k), cell in alone.items():
         lp.row({**cell, model.alone[b][k]: -1.0}, float("-inf"), 0.0)
+    if whole:
+        model.integers = [col for row in model.pick for col in row]
+        _whole_charges(model, costs, progress, charged, sram)
+    else:
+        for (j, k), pairs in progress.items():
+            for a, f, wz in pairs:
+                charged[k][f] = costs[j][a].load_space / sram
+                charged[k][wz] = -costs[j][a].load_space / sram
     for k in range(n):
         row = dict(charged[k])
         for a, c in enumerate(costs[k]):
             row[model.pick[k][a]] = c.held_space / sram
         lp.row(row, float("-inf"), 1.0)
     return model
+
+
+def _whole_charges(model: FluidModel, costs: list[list[SpacedCost]],
+                   progress: dict[tuple[int, int], list[tuple[int, int, int]]],
+                   charged: list[dict[int, float]], sram: float) -> None:
+    """R5 charges of whole loads (elk_opt.bounds.fluid_milp): per op j and execute k, a 0/1
+    u at least j's progress by E<k>'s end, u non-decreasing in k, and a charge at least
+    j's chosen preload space when u is 1."""
+    lp = model.lp
+    previous: dict[int, int] = {}
+    for (j, k), pairs in sorted(progress.items()):
+        u = lp.column(anchor=j)
+        model.integers.append(u)
+        row = {u: -1.0}
+        for _a, f, wz in pairs:
+            row[f], row[wz] = 1.0, -1.0
+        lp.row(row, float("-inf"), 0.0)
+        if j in previous:
+            lp.row({previous[j]: 1.0, u: -1.0}, float("-inf"), 0.0)
+        previous[j] = u
+        most = max(costs[j][a].load_space for a, _f, _wz in pairs) / sram
+        charge = lp.column(anchor=j)
+        # charge >= sum_a space_a lambda[j, a] - most (1 - u)
+        lp.row({charge: 1.0, u: -most,
+                **{model.pick[j][a]: -costs[j][a].load_space / sram for a, _f, _wz in pairs}},
+               -most, float("inf"))
+        charged[k][charge] = 1.0

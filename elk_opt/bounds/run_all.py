@@ -14,6 +14,8 @@ only slows); the port bounds need the shared port.
 - fluid-sram: the fluid LP plus rule R5 over the loads that have made progress by each
   execute (elk_opt.bounds.fluid_sram), up to `fluid_sram_max_ops` ops once repeated layers
   are summed (elk_opt.bounds.periodic);
+- fluid-milp: that LP with each op's pair and each pending load whole (0/1 columns,
+  elk_opt.bounds.fluid_milp), a HiGHS MIP, up to `fluid_milp_max_ops` ops;
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
   (elk_opt.bounds.window); sees SRAM;
@@ -52,6 +54,7 @@ from elk_opt.errors import UsageError
 from elk_opt.problem import DEFAULT_TIMING, ExecOrder, Instance, Timing
 
 BOTH = "separate-noc, shared-noc"
+FLUID_MILP_MAX_OPS = 100  # a layer or two of a decoder: the MIP takes seconds to a minute
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,7 @@ class _Limits:
     fluid_max_ops: int
     fluid_time_s: float
     fluid_sram_max_ops: int
+    fluid_milp_max_ops: int
     window: int
     window_time_s: float
     layers: int
@@ -116,6 +120,26 @@ def _fluid_sram(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
             f"executes back{summed}" if done else f"not finished in {lim.fluid_time_s:g} s")
     return _row("fluid-sram", started, fb.bound_ns, lim.timing, "instance", note,
                 status="complete" if done else "time-limit",
+                params={"time_limit_s": lim.fluid_time_s, "band": DEFAULT_BAND})
+
+
+def _fluid_milp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    n = len(instance.ops)
+    if n > lim.fluid_milp_max_ops:
+        return None
+    from elk_opt.bounds.fluid_milp import fluid_milp_bound
+    from elk_opt.bounds.fluid_sram import DEFAULT_BAND
+    lim.say(f"fluid MIP with SRAM of {n} ops...")
+    started = time.perf_counter()
+    fb = fluid_milp_bound(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
+                          threads=lim.threads)
+    note = (f"{fb.columns:,} columns ({len(instance.ops)} ops' pairs and pending loads 0/1), "
+            f"{fb.rows:,} rows" if fb.bound_ns is not None
+            else f"no dual bound in {lim.fluid_time_s:g} s")
+    if fb.bound_ns is not None and not fb.complete:
+        note += f", stopped at {lim.fluid_time_s:g} s"
+    return _row("fluid-milp", started, fb.bound_ns, lim.timing, "instance", note,
+                status="complete" if fb.complete else "time-limit",
                 params={"time_limit_s": lim.fluid_time_s, "band": DEFAULT_BAND})
 
 
@@ -201,7 +225,7 @@ def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
 
 
 HEAVY: tuple[Callable[[Instance, _Limits], Any], ...] = (
-    _fluid, _fluid_sram, _lp, _window, _layers)
+    _fluid, _fluid_sram, _fluid_milp, _lp, _window, _layers)
 
 
 MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not started
@@ -263,6 +287,10 @@ def recompute(instance: Instance, timing: Timing, name: str, params: dict[str, A
         from elk_opt.bounds.fluid_sram import fluid_sram_bound
         return fluid_sram_bound(instance, timing, params.get("time_limit_s"),
                                 params["band"]).bound_ns
+    if name == "fluid-milp":
+        from elk_opt.bounds.fluid_milp import fluid_milp_bound
+        return fluid_milp_bound(instance, timing, params.get("time_limit_s"),
+                                params["band"]).bound_ns
     if name == "lp":
         from formulations.ilp import lp_bound
         return lp_bound(instance, params.get("time_limit_s"))
@@ -297,8 +325,9 @@ def _layer_windows(instance: Instance, timing: Timing, params: dict[str, Any],
 
 def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  fluid_max_ops: int = 2000, fluid_time_s: float = 120.0,
-                 fluid_sram_max_ops: int = 600, window: int = 12,
-                 window_time_s: float = 2.0, layers: int = 1, layers_time_s: float = 10.0,
+                 fluid_sram_max_ops: int = 600, fluid_milp_max_ops: int = FLUID_MILP_MAX_OPS,
+                 window: int = 12, window_time_s: float = 2.0, layers: int = 1,
+                 layers_time_s: float = 10.0,
                  lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
                  progress: bool = False, time_budget_s: float | None = None,
                  exec_order: ExecOrder = "instance") -> dict[str, Any]:
@@ -306,7 +335,8 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     "note", "status", "params"}], "best"}`.
 
     The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`, the fluid LP with
-    SRAM up to `fluid_sram_max_ops` ops within the same time limit; `window` ops per
+    SRAM up to `fluid_sram_max_ops` ops within the same time limit, and so does its MIP up to
+    `fluid_milp_max_ops` ops; `window` ops per
     window (0 skips the window bound), `window_time_s` of CP-SAT per window; `layers` decoder
     layers per layer window (0 skips them), `layers_time_s` of CP-SAT per distinct one; the
     LP relaxation
@@ -320,13 +350,14 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
-            or fluid_sram_max_ops < 0 or layers < 0 or layers_time_s <= 0
+            or fluid_sram_max_ops < 0 or fluid_milp_max_ops < 0 or layers < 0 or layers_time_s <= 0
             or (time_budget_s is not None and not time_budget_s >= 0)):
-        raise UsageError("window, layers, lp_max_ops, fluid_max_ops, fluid_sram_max_ops and "
-                         "time_budget_s must be >= 0 and window_time_s, layers_time_s, "
-                         "lp_time_s, fluid_time_s, threads positive")
-    lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, window,
-                  window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
+        raise UsageError("window, layers, lp_max_ops, fluid_max_ops, fluid_sram_max_ops, "
+                         "fluid_milp_max_ops and time_budget_s must be >= 0 and "
+                         "window_time_s, layers_time_s, lp_time_s, fluid_time_s, threads "
+                         "positive")
+    lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, fluid_milp_max_ops,
+                  window, window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
                   progress)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
