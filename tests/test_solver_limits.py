@@ -235,7 +235,7 @@ def test_sigint_ends_the_window_bound_with_the_windows_bounded(tmp_path):
     code, report = _interrupt(
         tmp_path, ["bound", "--window", "24", "--window-time", "60", "--threads", "1",
                    "--lp-max-ops", "0", "--fluid-max-ops", "0", "--fluid-sram-max-ops", "0",
-                   "--layers", "0"],
+                   "--fluid-milp-max-ops", "0", "--layers", "0"],
         "window bound", 3.0)
     assert code == 0
     window = next(r for r in report["bounds"] if r["bound"] == "window24")
@@ -259,7 +259,9 @@ def test_sigint_stops_cpsat_under_shared_noc_in_any_phase_with_its_best_plan(tmp
     (["solve", "--method", "cpsat", "--time-limit", str(LIMIT_S), "--threads", "1", "--timing",
       "shared-noc"], "solving"),
     (["bound", "--window", "24", "--window-time", "60", "--threads", "1", "--lp-max-ops", "0",
-      "--fluid-max-ops", "0"], "window bound"),
+      "--fluid-max-ops", "0", "--fluid-milp-max-ops", "0"], "window bound"),
+    (["bound", "--window", "0", "--layers", "0", "--threads", "1", "--lp-max-ops", "0"],
+     "fluid MIP"),  # HiGHS's branch and bound, 96 ops: it runs for its whole time limit
 ])
 def test_sigterm_stops_native_solvers_before_unwinding(tmp_path, args, ready):
     # a process that exits while CP-SAT's threads run aborts ("terminate called ...")
