@@ -19,6 +19,7 @@ from formulations import cpsat
 from formulations.cpsat_probe import LAST_STEP, next_cap, probe
 from formulations.enumerate import enumerate_shared_optimum
 from tests.test_exact_shared import contended_instances
+from tests.tiny import tiny_instance
 
 SHARED = SolveOptions(threads=1, timing="shared-noc")
 
@@ -58,3 +59,13 @@ def _bytes(plan) -> str:
     data = plan_to_dict(plan)
     data["claims"].pop("wall_s")
     return json.dumps(data, sort_keys=True)
+
+
+def test_the_floor_counts_pending_loads_whole_on_small_instances():
+    # Each op holds 60 of 100 B, so P1 cannot be pending at E0: the optimum is 40. The fluid
+    # LP (30) and its fractional R5 charge (34) sit below; the fluid MIP is the optimum, and
+    # a start that meets it needs no search.
+    instance = tiny_instance([(10, 60, 10, 60, 0), (10, 60, 10, 60, 0)])
+    plan = solve(instance, "cpsat", SHARED)
+    assert plan.claims.params["fluid_bound_ns"] == 40
+    assert plan.claims.status == "optimal" and plan.claims.makespan_ns == 40

@@ -88,6 +88,6 @@ def _relaxation_if_whole(h: highspy.Highs, integers: list[int]) -> tuple[float |
     if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
         return None, False
     values = h.getSolution().col_value
-    if any(abs(values[c] - round(values[c])) > WHOLE for c in integers):
+    if any(min(abs(values[c]), abs(values[c] - 1.0)) > WHOLE for c in integers):
         return None, False
     return h.getInfo().objective_function_value, True
