@@ -39,7 +39,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elk_opt.bounds.cuts import (
     ANY_ORDER_MAX_OPS,
@@ -52,6 +52,9 @@ from elk_opt.bounds.cuts import (
 from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.errors import UsageError
 from elk_opt.problem import DEFAULT_TIMING, ExecOrder, Instance, Timing
+
+if TYPE_CHECKING:  # the solvers load only when a bound needs them
+    from elk_opt.bounds.fluid import FluidBound
 
 BOTH = "separate-noc, shared-noc"
 FLUID_MILP_MAX_OPS = 100  # a layer or two of a decoder: the MIP takes seconds to a minute
@@ -97,12 +100,19 @@ def _fluid(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     lim.say(f"fluid LP of {n} ops...")
     started = time.perf_counter()
     fb = fluid_bound(instance, lim.timing, lim.fluid_time_s, threads=lim.threads)
-    done = fb.bound_ns is not None
-    note = (f"{fb.columns:,} columns, {fb.rows:,} rows, {fb.classes} load classes"
-            if done else f"not finished in {lim.fluid_time_s:g} s")
-    return _row("fluid", started, fb.bound_ns, lim.timing, "instance", note,
-                status="complete" if done else "time-limit",
-                params={"time_limit_s": lim.fluid_time_s})
+    return _fluid_row("fluid", started, fb, lim, f"{fb.columns:,} columns, {fb.rows:,} rows, "
+                                                 f"{fb.classes} load classes")
+
+
+def _fluid_row(name: str, started: float, fb: FluidBound, lim: _Limits, detail: str,
+               **params: Any) -> dict[str, Any]:
+    """The row of a fluid LP or MIP (`detail`: the model solved); a MIP stopped by its limit
+    still gives a bound, with status time-limit."""
+    note = (f"not finished in {lim.fluid_time_s:g} s" if fb.bound_ns is None
+            else detail if fb.complete else f"{detail}, stopped at {lim.fluid_time_s:g} s")
+    return _row(name, started, fb.bound_ns, lim.timing, "instance", note,
+                status="complete" if fb.bound_ns is not None and fb.complete
+                else "time-limit", params={"time_limit_s": lim.fluid_time_s, **params})
 
 
 def _fluid_sram(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
@@ -114,13 +124,10 @@ def _fluid_sram(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     started = time.perf_counter()
     fb = fluid_sram_bound(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
                           threads=lim.threads)
-    done = fb.bound_ns is not None
     summed = f", {fb.repeats} repeats of a block summed" if fb.repeats else ""
-    note = (f"{fb.columns:,} columns, {fb.rows:,} rows, loads tracked {DEFAULT_BAND} "
-            f"executes back{summed}" if done else f"not finished in {lim.fluid_time_s:g} s")
-    return _row("fluid-sram", started, fb.bound_ns, lim.timing, "instance", note,
-                status="complete" if done else "time-limit",
-                params={"time_limit_s": lim.fluid_time_s, "band": DEFAULT_BAND})
+    return _fluid_row("fluid-sram", started, fb, lim, f"{fb.columns:,} columns, {fb.rows:,} "
+                      f"rows, loads tracked {DEFAULT_BAND} executes back{summed}",
+                      band=DEFAULT_BAND)
 
 
 def _fluid_milp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
@@ -133,14 +140,8 @@ def _fluid_milp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     started = time.perf_counter()
     fb = fluid_milp_bound(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
                           threads=lim.threads)
-    note = (f"{fb.columns:,} columns ({len(instance.ops)} ops' pairs and pending loads 0/1), "
-            f"{fb.rows:,} rows" if fb.bound_ns is not None
-            else f"no dual bound in {lim.fluid_time_s:g} s")
-    if fb.bound_ns is not None and not fb.complete:
-        note += f", stopped at {lim.fluid_time_s:g} s"
-    return _row("fluid-milp", started, fb.bound_ns, lim.timing, "instance", note,
-                status="complete" if fb.complete else "time-limit",
-                params={"time_limit_s": lim.fluid_time_s, "band": DEFAULT_BAND})
+    return _fluid_row("fluid-milp", started, fb, lim, f"{fb.columns:,} columns ({n} ops' pairs "
+                      f"and pending loads 0/1), {fb.rows:,} rows", band=DEFAULT_BAND)
 
 
 def _lp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
