@@ -75,6 +75,10 @@ def probe(cm: CpsatModel, options: SolveOptions, started: float, lower: int,
         solver = solver_for(replace(options, work_limit=work),
                             None if left is None else PROBE_SHARE * left, "shared-noc")
         capped = cm.model.clone()
+        # the start's hint breaks every cap (each is below its makespan); and CP-SAT 9.15
+        # aborts (a failed CHECK on `fixed_search`) on a hinted, interleaved search whose
+        # presolve proves the cap infeasible, as on the demo's slice with the fluid MIP floor
+        capped.clear_hints()
         capped.add(capped.get_int_var_from_proto_index(cm.makespan.index) <= cap)
         status = run_cpsat(solver, capped)
         used += solver.deterministic_time
