@@ -1,11 +1,14 @@
 """The `cpsat` method: the CP-SAT model of `cpsat_model` solved under the plan's timing.
 
 Under section 5 the model is solved once. Under 5b the section-5 model is solved first (a
-share of the time limit): its bound holds under 5b, since sharing only slows, and its plan,
-re-timed by the 5b model with its pairs, issue slots and load order kept (a small problem),
-is a 5b start; so is the warm start, re-timed the same way. The 5b model is hinted with the
-better of the two and bounded above by it. The plan carries the model's start times as
-release times, only those that bind; its replay is checked against the model.
+share of the time limit): its bound holds under 5b, since sharing only slows, and its plan is
+a 5b start; so is the warm start. The 5b model is bounded above by the better start's own 5b
+makespan, and makespan caps are probed up from the lower bound (`cpsat_probe`). Only when the
+probes find no plan are the starts re-timed by the 5b model with their pairs, issue slots and
+load order kept (a small problem, but seconds on a layer: the calibration layer's proof took
+1.3 s longer when it came first), and the open search is hinted with the better one. The
+plan carries the model's start times as release times, only those that bind; its replay is
+checked against the model.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from elk_opt.reorder import reorder, restore
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
     Restrictions,
+    Warm,
     ceil_integer,
     claimed_bound,
     decode,
@@ -50,8 +54,9 @@ class Prepared:
     five: Section5 | None = None  # under 5b: the section-5 model's bound and plan
     floor: int | None = None  # under 5b: the best known lower bound (section 5's, fluid's)
     best: Plan | None = None  # under 5b: the start plan the model is hinted with
-    warm: Plan | None = None  # under 5b: the warm start, re-timed
+    warm: Plan | None = None  # under 5b: the warm start (re-timed by `_retime_starts`)
     upper: int | None = None  # under 5b: the start plan's makespan, bounding the model
+    retimed: bool = False  # under 5b: whether `best` is a start re-timed (`_retimed`)
 
     @property
     def solver_parameters(self) -> str:
@@ -61,16 +66,18 @@ class Prepared:
 
 
 def prepare(instance: Instance, options: SolveOptions, started: float | None = None,
-            deadline: Deadline = NO_DEADLINE) -> Prepared:
-    """Build and hint the model the method solves (under 5b, after its section-5 solve and
-    re-timing of the start plans); OutOfTime when `deadline` passes first."""
+            deadline: Deadline = NO_DEADLINE, retime: bool = True) -> Prepared:
+    """Build and hint the model the method solves (under 5b, after its section-5 solve and,
+    with `retime`, the re-timing of the start plans the open search is hinted with);
+    OutOfTime when `deadline` passes first."""
     started = time.perf_counter() if started is None else started
     restrict = Restrictions.from_params(options.params)
     if _free(options) and restrict != Restrictions():
         raise UsageError("window, fifo and max_pending restrict the instance's order: "
                          "use them with --exec-order instance")
     if options.timing == "shared-noc":
-        return _prepare_shared(instance, options, restrict, started, deadline)
+        ready = _prepare_shared(instance, options, restrict, started, deadline)
+        return _retime_starts(instance, restrict, ready, started, deadline) if retime else ready
     cm = build(instance, restrict, deadline=deadline, free=_free(options))
     add_hint(cm, instance, options.warm_plan)
     params = {**_claims(restrict, options), "solver": "cp-sat"}
@@ -108,7 +115,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     restrict = Restrictions.from_params(options.params)
     deadline = Deadline.after(options.time_limit_s, started)
     try:
-        ready = prepare(instance, options, started, deadline)
+        ready = prepare(instance, options, started, deadline, retime=False)
     except _Cut as cut:
         return _cut_short(instance, options, restrict, started, cut)
     except OutOfTime:
@@ -212,8 +219,8 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
     plan's own 5b timing. None if the plan does not execute in the instance's order (in free
     order: in one the dependencies allow), or breaks R5 or the restrictions.
     """
-    warm = warm_decisions(instance, plan, "shared-noc", free=_free(options))
-    if warm is None or warm.schedule.peak_sram_bytes > instance.chip.sram_bytes:
+    warm = _usable(instance, restrict, plan, options)
+    if warm is None:
         return None
     assert plan is not None
     if list(warm.order) != list(range(len(instance.ops))):
@@ -221,8 +228,6 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
     pairs = feasible_pairs(instance, "shared-noc")
     fixed = {j: (hint_index(instance, j, c, pairs[j], "shared-noc"), warm.slot[j])
              for j, c in enumerate(warm.choice)}
-    if any(fixed[j][1] < restrict.slot_low(j) for j in fixed):
-        return None
     chain = sorted((j for j in fixed if pairs[j][fixed[j][0]].load_ns),
                    key=lambda j: (warm.schedule.load_start[j], j))
     cm = build(instance, restrict, fixed=fixed, pairs=pairs, chain=chain, timing="shared-noc",
@@ -236,13 +241,31 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
         return None  # its own schedule is a solution unless its decisions break a restriction
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # no better timing in time: the plan as it is still starts (and bounds) the search
-        return make_plan(instance, plan.choice, plan.program, method="cpsat", started=started,
-                         timing="shared-noc", release_ns=plan.release_ns)
+        return _as_is(instance, plan, started)
     times = read_times(cm, solver)
     program = decode(instance, times)
     release, _schedule = replay_shared(instance, program, times)
     return make_plan(instance, times.choice, program, method="cpsat", started=started,
                      timing="shared-noc", release_ns=release)
+
+
+def _usable(instance: Instance, restrict: Restrictions, plan: Plan | None,
+            options: SolveOptions) -> Warm | None:
+    """The plan's decisions if it can start the 5b model: it executes in the instance's
+    order (in free order: in one the dependencies allow) and obeys R5 and the window (the
+    other restrictions only the restricted model checks)."""
+    warm = warm_decisions(instance, plan, "shared-noc", free=_free(options))
+    if warm is None or warm.schedule.peak_sram_bytes > instance.chip.sram_bytes:
+        return None
+    if any(warm.slot[j] < restrict.slot_low(j) for j in range(len(instance.ops))):
+        return None
+    return warm
+
+
+def _as_is(instance: Instance, plan: Plan, started: float) -> Plan:
+    """The plan with its own 5b timing, as a start of the 5b model."""
+    return make_plan(instance, plan.choice, plan.program, method="cpsat", started=started,
+                     timing="shared-noc", release_ns=plan.release_ns)
 
 
 def _retimed_in_order(instance: Instance, plan: Plan, order: tuple[int, ...],
@@ -266,20 +289,19 @@ def _retimed_in_order(instance: Instance, plan: Plan, order: tuple[int, ...],
 
 
 class _Cut(Exception):
-    """Under 5b the deadline (or a SIGINT) came after the section-5 solve: what it found, and
-    the starts re-timed so far, are the answer."""
+    """Under 5b the deadline (or a SIGINT) came after the section-5 solve: what it found, or
+    the warm start, is the answer."""
 
-    def __init__(self, five: Section5, starts: list[Plan]):
+    def __init__(self, five: Section5):
         super().__init__()
-        self.five, self.starts = five, starts
+        self.five = five
 
 
 def _cut_short(instance: Instance, options: SolveOptions, restrict: Restrictions,
                started: float, cut: _Cut) -> Plan:
     """The best plan found before the 5b model was built, with the section-5 bound."""
     found = [(p.claims.makespan_ns, k, p, source) for k, (p, source) in enumerate(
-        [*((p, "a start re-timed under 5b") for p in cut.starts),
-         (cut.five.plan, "the section-5 model's plan"), (options.warm_plan, "warm start")])
+        [(cut.five.plan, "the section-5 model's plan"), (options.warm_plan, "warm start")])
         if p is not None and p.claims is not None]
     params = {**_claims(restrict, options), "solver": "cp-sat", "model_timing": "shared-noc",
               "section5_bound_ns": cut.five.bound,
@@ -294,18 +316,18 @@ def _cut_short(instance: Instance, options: SolveOptions, restrict: Restrictions
 
 def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
                     started: float, deadline: Deadline) -> Prepared:
-    """The 5b model, hinted with the better of the re-timed warm start and section-5 plan."""
+    """The 5b model, bounded by the better of the warm start and the section-5 plan as they
+    are, without restrictions (not yet hinted: `_retime_starts`)."""
     five = _section5(instance, options, restrict, started, deadline)
-    retimed: list[Plan] = []
+    # under restrictions only the restricted re-timing tells whether a start obeys them all
+    own, warm = (_as_is(instance, p, started)
+                 if restrict == Restrictions() and _usable(instance, restrict, p, options)
+                 else None for p in (five.plan, options.warm_plan))
+    starts = [p for p in (own, warm) if p is not None]
+    best = min(starts, key=lambda p: p.claims.makespan_ns) if starts else None
+    # each start obeys the restrictions: it bounds the restricted optimum from above
+    upper = best.claims.makespan_ns if best is not None else None
     try:
-        own = _retimed(instance, restrict, five.plan, options, started, deadline)
-        retimed += [own] if own is not None else []
-        warm = _retimed(instance, restrict, options.warm_plan, options, started, deadline)
-        starts = [p for p in (own, warm) if p is not None]
-        best = min(starts, key=lambda p: p.claims.makespan_ns) if starts else None
-        # Re-timed by the restricted model, each start obeys the restrictions: it bounds the
-        # restricted optimum from above.
-        upper = best.claims.makespan_ns if best is not None else None
         # the fluid LP holds for the instance's order only
         fluid = None if _free(options) else _fluid(instance, options, started)
         floor = max((b for b in (five.bound, fluid) if b is not None), default=None)
@@ -314,13 +336,44 @@ def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restric
         cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=floor,
                    deadline=deadline, free=_free(options))
     except OutOfTime:
-        raise _Cut(five, retimed) from None
-    add_hint(cm, instance, best)
+        raise _Cut(five) from None
     params = {**_claims(restrict, options), "solver": "cp-sat", "model_timing": "shared-noc",
               "section5_bound_ns": five.bound, "fluid_bound_ns": fluid}
+    return Prepared(cm, params, options, five, floor, best, warm, upper)
+
+
+def _retime_starts(instance: Instance, restrict: Restrictions, ready: Prepared,
+                   started: float, deadline: Deadline) -> Prepared:
+    """The prepared 5b model hinted with the better start re-timed (`_retimed`) and bounded
+    by it; when the deadline passes first, hinted with the better start as it is."""
+    five, options = ready.five, ready.options
+    assert five is not None
+    own = warm = None
+    try:
+        own = _retimed(instance, restrict, five.plan, options, started, deadline)
+        warm = _retimed(instance, restrict, options.warm_plan, options, started, deadline)
+    except OutOfTime:
+        pass
+    # a re-timing is never worse than its plan as it is; the first of equals is kept
+    starts = [p for p in (own, warm, ready.best) if p is not None]
+    best = min(starts, key=lambda p: p.claims.makespan_ns) if starts else None
+    warm = warm if warm is not None else ready.warm
+    cm, upper = ready.cm, ready.upper
+    if best is not None and (upper is None or best.claims.makespan_ns < upper):
+        # rebuilt, not just capped: the horizon bounds the model's times and port work, and
+        # the search goes better with the tighter one (`cpsat_probe`)
+        upper = best.claims.makespan_ns
+        try:
+            cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=ready.floor,
+                       deadline=deadline, free=_free(options))
+        except OutOfTime:
+            cm.model.add(cm.makespan <= upper)
+    add_hint(cm, instance, best)
+    params = dict(ready.params)
     if options.warm_start and best is not None and best is warm:
         params["warm_start"] = options.warm_start
-    return Prepared(cm, params, options, five, floor, best, warm, upper)
+    return replace(ready, cm=cm, params=params, best=best, warm=warm, upper=upper,
+                   retimed=best is not None and best is not ready.best)
 
 
 FLUID_SHARE = 0.1  # of what is left, for the fluid bound under 5b
@@ -334,35 +387,35 @@ def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | N
     makespan it lets the LP fix what cannot beat the incumbent, and the probes start there;
     on the calibration layer it is 193,181 ns against the section-5 bound's 191,398 (optimum
     193,466); on a one-layer OPT-30B b64 slice the MIP's 761,861 ns is the optimum, 2% above
-    the LP, and the first probe proves it. None if neither was solved in time."""
+    the LP, and the first probe proves it. None if neither was solved in time (or before a
+    SIGINT that asks the method to stop with its best plan)."""
     from elk_opt.bounds.fluid import fluid_bound
+    from elk_opt.bounds.fluid_milp import fluid_milp_bound
     from elk_opt.bounds.run_all import FLUID_MILP_MAX_OPS
 
-    left = remaining(options.time_limit_s, started)
-    found = [fluid_bound(instance, "shared-noc",
-                         None if left is None else FLUID_SHARE * left).bound_ns]
-    if len(instance.ops) <= FLUID_MILP_MAX_OPS:
-        from elk_opt.bounds.fluid_milp import fluid_milp_bound
-
+    found: list[int | None] = []
+    try:
         left = remaining(options.time_limit_s, started)
-        found.append(fluid_milp_bound(instance, "shared-noc",
-                                      None if left is None else MILP_SHARE * left).bound_ns)
+        found.append(fluid_bound(instance, "shared-noc",
+                                 None if left is None else FLUID_SHARE * left).bound_ns)
+        if len(instance.ops) <= FLUID_MILP_MAX_OPS and not stop_requested():
+            left = remaining(options.time_limit_s, started)
+            found.append(fluid_milp_bound(instance, "shared-noc",
+                                          None if left is None else MILP_SHARE * left).bound_ns)
+    except KeyboardInterrupt:  # the bounds' way of saying a SIGINT stopped HiGHS
+        if not stop_requested():
+            raise
     return max((b for b in found if b is not None), default=None)
 
 
 def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
                   started: float, ready: Prepared) -> Plan:
-    """Solve the prepared 5b model."""
+    """Solve the prepared 5b model: probes, then (re-timed starts, open search) if needed."""
+    if (met := _start_meets_floor(instance, ready, started)) is not None:
+        return met
+    status, solver, probed, ready = _probe_then_search(instance, restrict, started, ready)
     cm, five, best, warm, upper = ready.cm, ready.five, ready.best, ready.warm, ready.upper
     assert five is not None
-    if best is not None and ready.floor is not None and ready.floor >= best.claims.makespan_ns:
-        # the start meets a valid lower bound: it is optimal, no search needed
-        return make_plan(instance, best.choice, best.program, method="cpsat", started=started,
-                         timing="shared-noc", release_ns=best.release_ns, status="optimal",
-                         lower_bound_ns=claimed_bound(instance, ready.floor,
-                                                      best.claims.makespan_ns),
-                         params={**ready.params, "solver_status": "start meets the bound"})
-    status, solver, probed = _probe_then_search(cm, options, started, ready.floor, upper)
     params = {**ready.params, "solver_status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
         if upper is not None or five.bound is not None:
@@ -372,9 +425,10 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.UNKNOWN:
             bounds.append(ceil_integer(solver.best_objective_bound))
+        source = "warm start" if best is warm else "the section-5 model's plan"
         plan = fallback(instance, best, "cpsat", started, max(bounds, default=None), params,
-                        "shared-noc", "warm start, re-timed" if best is warm else
-                        "the section-5 model's plan, re-timed", free=_free(options))
+                        "shared-noc", f"{source}, re-timed" if ready.retimed else source,
+                        free=_free(options))
         if plan is not None:
             return plan
         raise _nothing_found(options)
@@ -393,26 +447,52 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                      lower_bound_ns=lower, params=params)
 
 
-def _probe_then_search(cm: CpsatModel, options: SolveOptions, started: float,
-                       floor: int | None, upper: int | None
-                       ) -> tuple[int, cp_model.CpSolver, int | None]:
+def _start_meets_floor(instance: Instance, ready: Prepared, started: float) -> Plan | None:
+    """The start plan, proven optimal, when it meets the floor (a valid lower bound)."""
+    best, floor = ready.best, ready.floor
+    if best is None or floor is None or floor < best.claims.makespan_ns:
+        return None
+    return make_plan(instance, best.choice, best.program, method="cpsat", started=started,
+                     timing="shared-noc", release_ns=best.release_ns, status="optimal",
+                     lower_bound_ns=claimed_bound(instance, floor, best.claims.makespan_ns),
+                     params={**ready.params, "solver_status": "start meets the bound"})
+
+
+def _probe_then_search(instance: Instance, restrict: Restrictions, started: float,
+                       ready: Prepared
+                       ) -> tuple[int, cp_model.CpSolver, int | None, Prepared]:
     """Probe caps up from the floor (`cpsat_probe`), then search the model, bounded by what
-    the probes proved and hinted with what they found; the status, the solver holding the
-    solution and bound, and the probes' lower bound (None without a floor)."""
-    if floor is None:
-        return (*_search(cm, options, started), None)
-    probed = probe(cm, options, started, floor, upper)
+    the probes proved and hinted with what they found, or with the re-timed starts if they
+    found nothing; the status, the solver holding the solution and bound, the probes' lower
+    bound (None without a floor) and the model as searched."""
+    options = ready.options
+    deadline = Deadline.after(options.time_limit_s, started)
+    if ready.floor is None:
+        ready = _retime_starts(instance, restrict, ready, started, deadline)
+        return (*_search(ready.cm, options, started), None, ready)
+
+    def capped(cap: int, lower: int) -> CpsatModel:
+        return build(instance, restrict, timing="shared-noc", upper=cap, lower=lower,
+                     deadline=deadline, free=_free(options))
+
+    probed = probe(capped, options, started, ready.floor, ready.upper)
+    if probed.cm is not None:  # it holds the optimum: search on there
+        ready = replace(ready, cm=probed.cm)
     if probed.status == cp_model.OPTIMAL and probed.solver is not None:
-        return probed.status, probed.solver, probed.lower
+        return probed.status, probed.solver, probed.lower, ready
     if probed.solver is not None:
-        _restart_from(cm, probed.solver)
+        _restart_from(ready.cm, probed.solver)
+    else:
+        ready = _retime_starts(instance, restrict, ready, started, deadline)
+    cm = ready.cm
     cm.model.add(cm.makespan >= probed.lower)
     if options.work_limit is not None:
         options = replace(options, work_limit=max(0.0, options.work_limit - probed.work))
     status, solver = _search(cm, options, started)
     if probed.solver is not None and status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        return cp_model.FEASIBLE, probed.solver, probed.lower  # no time to take up the hint
-    return status, solver, probed.lower
+        # no time to take up the hint
+        return cp_model.FEASIBLE, probed.solver, probed.lower, ready
+    return status, solver, probed.lower, ready
 
 
 def _restart_from(cm: CpsatModel, solver: cp_model.CpSolver) -> None:

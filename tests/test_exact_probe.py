@@ -16,6 +16,8 @@ from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
 from formulations import cpsat
+from formulations.common import Restrictions
+from formulations.cpsat_model import build
 from formulations.cpsat_probe import LAST_STEP, next_cap, probe
 from formulations.enumerate import enumerate_shared_optimum
 from tests.test_exact_shared import contended_instances
@@ -30,7 +32,9 @@ def test_probes_from_any_valid_floor_never_pass_the_exhaustive_optimum(instance,
     optimum = enumerate_shared_optimum(instance).makespan_ns
     ready = cpsat.prepare(instance, SHARED)
     floor = int(share * optimum)  # any value up to the optimum is a valid lower bound
-    probed = probe(ready.cm, SHARED, time.perf_counter(), floor, ready.upper)
+    probed = probe(lambda cap, lower: build(instance, Restrictions(), timing="shared-noc",
+                                            upper=cap, lower=lower),
+                   SHARED, time.perf_counter(), floor, ready.upper)
     assert floor <= probed.lower <= optimum
     if probed.solver is not None:
         assert round(probed.solver.objective_value) >= optimum

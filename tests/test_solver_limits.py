@@ -17,6 +17,7 @@ from pathlib import Path
 
 import highspy
 import pytest
+from ortools.sat.python import cp_model
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
@@ -24,7 +25,8 @@ from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict, save_instance
 from elk_opt.methods import heuristics, solve
 from elk_opt.solution import SolveOptions
-from formulations import cpsat, ilp
+from formulations import cpsat, cpsat_model, ilp
+from formulations.cpsat_probe import Probed
 from formulations.highs_run import new_highs, run_interruptible
 from tests.tiny import tiny_instance
 
@@ -82,13 +84,44 @@ def test_cpsat_cut_after_its_section5_phase_returns_the_best_plan_it_has(monkeyp
     def cut(*_args, **_kw):
         raise OutOfTime
 
+    def build(*args, **kw):  # the section-5 model is built; the 5b model is not
+        return cut() if kw.get("timing") == "shared-noc" else cpsat_model.build(*args, **kw)
+
     instance = synthetic_instance(ops=12, plans=3, seed=2, tightness=0.6)
     warm = solve(instance, "basic", SolveOptions(timing="shared-noc"))
-    monkeypatch.setattr(cpsat, "_retimed", cut)
+    monkeypatch.setattr(cpsat, "build", build)
     plan = cpsat.solve(instance, SolveOptions(threads=1, timing="shared-noc",
                                               warm_start="basic", warm_plan=warm))
     c = plan.claims
     assert c.params["solver_status"] == "time limit reached before the 5b model was solved"
+    assert c.makespan_ns <= warm.claims.makespan_ns
+    assert c.params["section5_bound_ns"] <= c.lower_bound_ns <= c.makespan_ns
+    assert json_report(plan_to_dict(plan))["valid"]
+
+
+def test_cpsat_whose_retiming_runs_out_searches_from_the_starts_as_they_are(monkeypatch):
+    # the starts are re-timed only when the probes find no plan; a deadline there keeps the
+    # better start as it is, and the open search goes on from it
+    from formulations.deadline import OutOfTime
+    from verify.cli import json_report
+
+    calls = []
+
+    def cut(*_args, **_kw):
+        calls.append(1)
+        raise OutOfTime
+
+    def nothing_found(_capped, _options, _started, lower, _upper):
+        return Probed(lower, cp_model.UNKNOWN, None)
+
+    instance = synthetic_instance(ops=12, plans=3, seed=2, tightness=0.6)
+    warm = solve(instance, "basic", SolveOptions(timing="shared-noc"))
+    monkeypatch.setattr(cpsat, "probe", nothing_found)
+    monkeypatch.setattr(cpsat, "_retimed", cut)
+    plan = cpsat.solve(instance, SolveOptions(threads=1, timing="shared-noc", time_limit_s=20,
+                                              warm_start="basic", warm_plan=warm))
+    assert calls
+    c = plan.claims
     assert c.makespan_ns <= warm.claims.makespan_ns
     assert c.params["section5_bound_ns"] <= c.lower_bound_ns <= c.makespan_ns
     assert json_report(plan_to_dict(plan))["valid"]
