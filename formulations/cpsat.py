@@ -387,8 +387,9 @@ def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | N
     makespan it lets the LP fix what cannot beat the incumbent, and the probes start there;
     on the calibration layer it is 193,181 ns against the section-5 bound's 191,398 (optimum
     193,466); on a one-layer OPT-30B b64 slice the MIP's 761,861 ns is the optimum, 2% above
-    the LP, and the first probe proves it. None if neither was solved in time (or before a
-    SIGINT that asks the method to stop with its best plan)."""
+    the LP (one thread, 60 s: the probe at it ran out of its share unproven, and which later
+    phase reaches a plan of that makespan varies run to run). None if neither was solved in
+    time (or before a SIGINT that asks the method to stop with its best plan)."""
     from elk_opt.bounds.fluid import fluid_bound
     from elk_opt.bounds.fluid_milp import fluid_milp_bound
     from elk_opt.bounds.run_all import FLUID_MILP_MAX_OPS

@@ -21,6 +21,7 @@ from formulations.lns_region import region_of, splice
 from formulations.lns_windows import windows
 from formulations.polish import _incumbent, _Search
 from tests.strategies import random_instances, synthetic_instances
+from tests.tiny import port_instance
 from verify import check
 
 TIMINGS = ("separate-noc", "shared-noc")
@@ -35,8 +36,20 @@ def _holds(plan, start: int) -> int:
     assert c.makespan_ns == evaluate_plan(plan).makespan_ns == report.makespan_ns
     assert c.makespan_ns <= start
     assert best_cheap_bound(plan.instance, plan.timing) <= c.lower_bound_ns <= c.makespan_ns
+    assert (c.params["fluid_bound_ns"] or 0) <= c.lower_bound_ns
     assert (c.status == "optimal") == (c.lower_bound_ns == c.makespan_ns)
     return c.makespan_ns
+
+
+def test_polish_stops_at_once_when_its_start_meets_the_fluid_bound():
+    instance = port_instance([(7, 7, 5, 5)])  # one op: it loads, then runs
+    start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
+    plan = run_method(instance, "polish", SolveOptions(
+        threads=1, timing="shared-noc", time_limit_s=30, warm_start="basic", warm_plan=start))
+    c = plan.claims
+    assert c.params["fluid_bound_ns"] == 12 == c.makespan_ns
+    assert c.params["stopped"] == "meets the bound" and c.params["windows_solved"] == 0
+    assert c.status == "optimal" and _holds(plan, 12) == 12
 
 
 @settings(max_examples=12, deadline=None)
