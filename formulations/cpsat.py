@@ -40,6 +40,7 @@ from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, so
 from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
+from formulations.fluid_floor import fluid_floor
 from formulations.model_map import VariableMap, pick_map
 from formulations.replay import replay_shared
 
@@ -376,37 +377,14 @@ def _retime_starts(instance: Instance, restrict: Restrictions, ready: Prepared,
                    retimed=best is not None and best is not ready.best)
 
 
-FLUID_SHARE = 0.1  # of what is left, for the fluid bound under 5b
-MILP_SHARE = 0.2  # of what is left then, for the fluid MIP on small instances
-
-
 def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | None:
-    """The fluid LP's bound (`elk_opt.bounds.fluid`) and, up to FLUID_MILP_MAX_OPS ops, the
-    fluid MIP's (`elk_opt.bounds.fluid_milp`), the larger: valid for every plan in the
-    instance's order, so for the model with or without restrictions. As a floor on the
-    makespan it lets the LP fix what cannot beat the incumbent, and the probes start there;
-    on the calibration layer it is 193,181 ns against the section-5 bound's 191,398 (optimum
-    193,466); on a one-layer OPT-30B b64 slice the MIP's 761,861 ns is the optimum, 2% above
-    the LP (one thread, 60 s: the probe at it ran out of its share unproven, and which later
-    phase reaches a plan of that makespan varies run to run). None if neither was solved in
-    time (or before a SIGINT that asks the method to stop with its best plan)."""
-    from elk_opt.bounds.fluid import fluid_bound
-    from elk_opt.bounds.fluid_milp import fluid_milp_bound
-    from elk_opt.bounds.run_all import FLUID_MILP_MAX_OPS
-
-    found: list[int | None] = []
-    try:
-        left = remaining(options.time_limit_s, started)
-        found.append(fluid_bound(instance, "shared-noc",
-                                 None if left is None else FLUID_SHARE * left).bound_ns)
-        if len(instance.ops) <= FLUID_MILP_MAX_OPS and not stop_requested():
-            left = remaining(options.time_limit_s, started)
-            found.append(fluid_milp_bound(instance, "shared-noc",
-                                          None if left is None else MILP_SHARE * left).bound_ns)
-    except KeyboardInterrupt:  # the bounds' way of saying a SIGINT stopped HiGHS
-        if not stop_requested():
-            raise
-    return max((b for b in found if b is not None), default=None)
+    """The fluid floor (`fluid_floor`) under 5b. As a floor on the makespan it lets the LP
+    fix what cannot beat the incumbent, and the probes start there; on the calibration layer
+    it is 193,181 ns against the section-5 bound's 191,398 (optimum 193,466); on a one-layer
+    OPT-30B b64 slice the MIP's 761,861 ns is the optimum, 2% above the LP (one thread, 60 s:
+    the probe at it ran out of its share unproven, and which later phase reaches a plan of
+    that makespan varies run to run)."""
+    return fluid_floor(instance, "shared-noc", lambda: remaining(options.time_limit_s, started))
 
 
 def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,

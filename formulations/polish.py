@@ -22,13 +22,14 @@ grows the windows by a layer and doubles the per-window time, until the limit. U
 windows are solved with the 5b model and the plan carries the releases that bind. The result
 is a local optimum of this neighbourhood, not a proven optimum: its status is `feasible`
 unless its bound meets it. The bound claimed is the best of: the best linear-time bound for
-the timing (`elk_opt.bounds.cheap`), up to FLUID_MAX_OPS ops the fluid LP's
-(`elk_opt.bounds.fluid`, milliseconds there), with `certify` the LP relaxation's, and
-CP-SAT's bound once a window covered the whole instance (then the region model is the exact
-model); all for the instance's execution order. The fluid LP is solved first, and the search
-stops once its plan meets it. On the small gap suite's 24 one-layer zoo slices it is the bound
-that matters: it never met the plan there, but it put polish's claimed gap at a median 0.35%
-(worst 0.70%) where the linear-time bounds gave 2.97% (worst 9.75%).
+the timing (`elk_opt.bounds.cheap`), up to FLUID_MAX_OPS ops the fluid floor
+(`formulations.fluid_floor`: the fluid LP, milliseconds there, and up to 100 ops the fluid
+MIP in a fifth of the time), with `certify` the LP relaxation's, and CP-SAT's bound once a
+window covered the whole instance (then the region model is the exact model); all for the
+instance's execution order. The floor comes first, and the search stops once its plan meets
+it. On the small gap suite's 24 one-layer zoo slices (20 s) polish's claimed gap is a median
+0.15% (worst 0.70%, 4 proven) where the linear-time bounds gave 2.97% (worst 9.75%); the
+plans met the floor only after 13-19 s of windows, so the stop saves little there.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from formulations.common import (
 )
 from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
+from formulations.fluid_floor import fluid_floor
 from formulations.ilp import TooLarge, lp_bound
 from formulations.lns_holds import hold_executes
 from formulations.lns_region import (
@@ -74,7 +76,8 @@ from formulations.replay import binding_releases, replay_shared
 KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
          "tries": 2, "certify": False}
 HOLDS_SHARE = 0.1  # of the time limit, at most, for holding executes back (lns_holds)
-FLUID_MAX_OPS = 200  # the fluid LP as a stopping bound up to this size (0.01-0.05 s at 50 ops)
+FLUID_MAX_OPS = 200  # the fluid floor as a stopping bound up to this size
+UNLIMITED_FLOOR_S = 10.0  # without a time limit, the floor's shares are of this
 LIMIT_MARGIN_S = 0.05  # stop starting windows this close to the deadline
 
 
@@ -201,7 +204,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         return None if deadline is None else deadline - time.perf_counter()
 
     with Interrupt() as interrupt:
-        floor = _fluid_floor(instance, timing, interrupt)
+        floor = _floor(instance, timing, deadline)
         # the move the windows miss, first, in at most HOLDS_SHARE of the time limit
         until = None if deadline is None else started + HOLDS_SHARE * options.time_limit_s
         held, count = hold_executes(instance, search.inc.plan, until, lambda: interrupt.seen)
@@ -223,6 +226,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             tried: dict[tuple, int] = {}
             for room, w in track(order, f"polish pass {passes}", unit="window",
                                  enabled=options.progress):
+                if floor is not None and search.inc.schedule.makespan_ns <= floor:
+                    break  # the pass ends here, the search at the top of the loop
                 rest = left()
                 if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
                     break
@@ -292,19 +297,12 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                      lower_bound_ns=lower, params=params, release_ns=release)
 
 
-def _fluid_floor(instance: Instance, timing: Timing, interrupt: Interrupt) -> int | None:
-    """The fluid LP's bound on instances up to FLUID_MAX_OPS ops (None above, or if a SIGINT
-    stopped it: the search then stops with the start)."""
+def _floor(instance: Instance, timing: Timing, deadline: float | None) -> int | None:
+    """The fluid floor (`fluid_floor`) on instances up to FLUID_MAX_OPS ops; None above."""
     if len(instance.ops) > FLUID_MAX_OPS:
         return None
-    from elk_opt.bounds.fluid import fluid_bound
-
-    try:
-        return fluid_bound(instance, timing).bound_ns
-    except KeyboardInterrupt:  # the bound's way of saying a SIGINT stopped HiGHS
-        if not interrupt.seen:
-            raise
-        return None
+    return fluid_floor(instance, timing, lambda: UNLIMITED_FLOOR_S if deadline is None
+                       else deadline - time.perf_counter())
 
 
 def _unpolished(instance: Instance, options: SolveOptions, knobs: dict, started: float) -> Plan:
