@@ -384,7 +384,8 @@ def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | N
     OPT-30B b64 slice the MIP's 761,861 ns is the optimum, 2% above the LP (one thread, 60 s:
     the probe at it ran out of its share unproven, and which later phase reaches a plan of
     that makespan varies run to run)."""
-    return fluid_floor(instance, "shared-noc", lambda: remaining(options.time_limit_s, started))
+    return fluid_floor(instance, "shared-noc", lambda: remaining(options.time_limit_s, started),
+                       milp=options.work_limit is None)
 
 
 def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,

@@ -204,7 +204,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         return None if deadline is None else deadline - time.perf_counter()
 
     with Interrupt() as interrupt:
-        floor = _floor(instance, timing, deadline)
+        floor = _floor(instance, timing, deadline, options.work_limit is not None)
         # the move the windows miss, first, in at most HOLDS_SHARE of the time limit
         until = None if deadline is None else started + HOLDS_SHARE * options.time_limit_s
         held, count = hold_executes(instance, search.inc.plan, until, lambda: interrupt.seen)
@@ -297,12 +297,13 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                      lower_bound_ns=lower, params=params, release_ns=release)
 
 
-def _floor(instance: Instance, timing: Timing, deadline: float | None) -> int | None:
+def _floor(instance: Instance, timing: Timing, deadline: float | None,
+           repeatable: bool) -> int | None:
     """The fluid floor (`fluid_floor`) on instances up to FLUID_MAX_OPS ops; None above."""
     if len(instance.ops) > FLUID_MAX_OPS:
         return None
     return fluid_floor(instance, timing, lambda: UNLIMITED_FLOOR_S if deadline is None
-                       else deadline - time.perf_counter())
+                       else deadline - time.perf_counter(), milp=not repeatable)
 
 
 def _unpolished(instance: Instance, options: SolveOptions, knobs: dict, started: float) -> Plan:
