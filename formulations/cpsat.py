@@ -54,7 +54,7 @@ class Prepared:
     options: SolveOptions
     five: Section5 | None = None  # under 5b: the section-5 model's bound and plan
     floor: int | None = None  # under 5b: the best known lower bound (section 5's, fluid's)
-    best: Plan | None = None  # under 5b: the start plan the model is hinted with
+    best: Plan | None = None  # under 5b: the better start (the hint, once `_retime_starts` ran)
     warm: Plan | None = None  # under 5b: the warm start (re-timed by `_retime_starts`)
     upper: int | None = None  # under 5b: the start plan's makespan, bounding the model
     retimed: bool = False  # under 5b: whether `best` is a start re-timed (`_retimed`)

@@ -205,6 +205,10 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
 
     with Interrupt() as interrupt:
         floor = _floor(instance, timing, deadline, options.work_limit is not None)
+
+        def meets_floor() -> bool:  # then the plan is optimal: no window can gain
+            return floor is not None and search.inc.schedule.makespan_ns <= floor
+
         # the move the windows miss, first, in at most HOLDS_SHARE of the time limit
         until = None if deadline is None else started + HOLDS_SHARE * options.time_limit_s
         held, count = hold_executes(instance, search.inc.plan, until, lambda: interrupt.seen)
@@ -213,7 +217,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             say(f"  executes held back: {count}, {search.inc.schedule.makespan_ns:,} ns",
                 enabled=options.progress)
         while not interrupt.seen:
-            if floor is not None and search.inc.schedule.makespan_ns <= floor:
+            if meets_floor():
                 stopped = "meets the bound"
                 break
             straddle = passes % 2 == 1
@@ -226,7 +230,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             tried: dict[tuple, int] = {}
             for room, w in track(order, f"polish pass {passes}", unit="window",
                                  enabled=options.progress):
-                if floor is not None and search.inc.schedule.makespan_ns <= floor:
+                if meets_floor():
                     break  # the pass ends here, the search at the top of the loop
                 rest = left()
                 if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
