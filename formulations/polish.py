@@ -12,7 +12,10 @@ the region reaches one step further on (`depth` + 1) and the window is solved ag
 the windows, executes are held back where a load has the port (`lns_holds`: the 5b optimum's
 move on the calibration layer that windows miss), in at most a tenth of the time limit.
 A kept window is applied to each of its twins (windows of identical layers, same pairs offset
-by offset), each checked on the whole plan, so a repeated layer is solved once.
+by offset), each checked on the whole plan, so a repeated layer is solved once. Where a
+twin's neighbourhood differs and the splice is refused, whole layers are copied instead
+(`lns_periodic`, knob `periodic`): after each gain, each twin class's best copy of one layer
+onto all its twins, kept if the whole plan gains.
 
 Windows are taken twin class by twin class, in decreasing total score (span minus a local
 lower bound: where the execute chain stalls), each class from an interior member out, and
@@ -62,6 +65,7 @@ from formulations.cpsat_run import Interrupt
 from formulations.fluid_floor import fluid_floor
 from formulations.ilp import TooLarge, lp_bound
 from formulations.lns_holds import hold_executes
+from formulations.lns_periodic import copy_twins
 from formulations.lns_region import (
     Incumbent,
     Region,
@@ -74,8 +78,9 @@ from formulations.lns_windows import Window, ranked, signature, windows
 from formulations.replay import binding_releases, replay_shared
 
 KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
-         "tries": 2, "certify": False}
+         "tries": 2, "certify": False, "periodic": True}
 HOLDS_SHARE = 0.1  # of the time limit, at most, for holding executes back (lns_holds)
+PERIODIC_SHARE = 0.1  # of the time limit, at most, per round of copying layers (lns_periodic)
 FLUID_MAX_OPS = 200  # the fluid floor as a stopping bound up to this size
 UNLIMITED_FLOOR_S = 10.0  # without a time limit, the floor's shares are of this
 LIMIT_MARGIN_S = 0.05  # stop starting windows this close to the deadline
@@ -102,10 +107,11 @@ def _knobs(params: dict) -> dict:
           and all(isinstance(out[k], int) and not isinstance(out[k], bool) and out[k] >= 0
                   for k in ("layers", "margin", "depth"))
           and isinstance(out["window_time"], int | float) and out["window_time"] > 0
-          and isinstance(out["certify"], bool))
+          and isinstance(out["certify"], bool) and isinstance(out["periodic"], bool))
     if not ok:
         raise UsageError("polish needs integers width, stride, tries >= 1 and layers, "
-                         "margin, depth >= 0, a number window_time > 0 and a boolean certify; "
+                         "margin, depth >= 0, a number window_time > 0 and booleans certify and "
+                         "periodic; "
                          f"got {out}")
     return out
 
@@ -124,7 +130,7 @@ class _Search:
         self.inc = _incumbent(instance, pairs, plan, timing)
         if self.inc.schedule.peak_sram_bytes > instance.chip.sram_bytes:
             raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
-        self.improved = self.twins_applied = self.held = 0
+        self.improved = self.twins_applied = self.held = self.layers_copied = 0
         self.bound: int | None = None  # CP-SAT's bound, once a window was the whole instance
         self.op_sig = [signature(pairs, j, j + 1) for j in range(len(pairs))]
 
@@ -157,10 +163,11 @@ class _Search:
         return True
 
     def adopt(self, plan: Plan) -> bool:
-        """Take a whole plan (same program, SRAM untouched) if it lowers the key."""
+        """Take a whole plan if it obeys R5 and lowers the key."""
         got = evaluate(self.instance, plan.choice, plan.program, plan.release_ns,
                        timing=self.timing)
-        if _key(got) >= _key(self.inc.schedule):
+        if (got.peak_sram_bytes > self.instance.chip.sram_bytes
+                or _key(got) >= _key(self.inc.schedule)):
             return False
         self.inc = _incumbent(self.instance, self.pairs, plan, self.timing)
         return True
@@ -248,6 +255,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 reach = (knobs["margin"], knobs["depth"])
                 if _solve_window(search, w, reach, limit, options, interrupt, left):
                     gained = True
+                    if knobs["periodic"] and not meets_floor():
+                        _copy_layers(search, options, deadline, interrupt)
                     if search.twins_applied > twins:
                         tried[sig] = knobs["tries"]  # its twins got it
                     say(f"  pass {passes} ops {w.first}-{w.stop - 1}: "
@@ -290,6 +299,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     params = {"exec_order": "instance", **knobs, "passes": passes,
               "windows_solved": windows_solved, "windows_improved": search.improved,
               "twins_applied": search.twins_applied, "executes_held": search.held,
+              "layers_copied": search.layers_copied,
               "whole_instance_bound_ns": search.bound, "fluid_bound_ns": floor,
               "final_layers": layers,
               "stopped": stopped, "start_makespan_ns": start_makespan,
@@ -308,6 +318,20 @@ def _floor(instance: Instance, timing: Timing, deadline: float | None,
         return None
     return fluid_floor(instance, timing, lambda: UNLIMITED_FLOOR_S if deadline is None
                        else deadline - time.perf_counter(), milp=not repeatable)
+
+
+def _copy_layers(search: _Search, options: SolveOptions, deadline: float | None,
+                 interrupt: Interrupt) -> None:
+    """Each twin class's best layer copied onto all its twins (`lns_periodic`), in at most
+    PERIODIC_SHARE of the time limit: after a window gains, its layer may now be the best."""
+    until = deadline
+    if deadline is not None and options.time_limit_s is not None:
+        until = min(deadline, time.perf_counter() + PERIODIC_SHARE * options.time_limit_s)
+    plan, copied = copy_twins(search.instance, search.inc.plan, until, lambda: interrupt.seen)
+    if copied and search.adopt(plan):
+        search.layers_copied += copied
+        say(f"  layers copied to their twins: {copied}, {search.inc.schedule.makespan_ns:,} ns",
+            enabled=options.progress)
 
 
 def _unpolished(instance: Instance, options: SolveOptions, knobs: dict, started: float) -> Plan:

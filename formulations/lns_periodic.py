@@ -1,0 +1,139 @@
+"""A `polish` move on whole layers: one layer's decisions copied onto its twin layers.
+
+Decoder layers repeat, so a plan can be periodic: every twin layer (same plans and warm-ups,
+op by op) runs the same pairs and issues its loads at the same places relative to its own
+ops. Elk-Full's plans and polish's windows are not periodic: the windows improve some layers
+and the region splices of `polish` carry a solution to a twin only when the twin's
+neighbourhood in the plan matches. This move copies a whole layer instead:
+- its ops' pairs;
+- where each of its loads is issued, as an *anchor*: the execute the load is issued just
+  before (an op offset from the layer's first op, so a load issued one layer ahead keeps its
+  lead) and its place among the loads issued there;
+- optionally its releases, shifted by the distance between the two layers' starts in the
+  current schedule.
+The program is rebuilt from every load's anchor. Each load still comes before its own execute,
+since the anchor's offset is at most the op's own (as in the source layer), and the execute
+order stays the instance's. Each candidate is timed exactly on the whole plan and kept if it
+obeys R5 and lowers (makespan, sum of execute ends), as `polish` keeps its windows.
+
+Every layer is tried as the source and copied onto all its twins at once (a periodic plan):
+one evaluation per layer and release choice, about a second on the Figure 17 models. Copying
+one twin at a time, the shortest layers first, was measured too (BENCHMARKS.md, "Layers copied
+to their twins"): it found less and cost tens of seconds a round.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+
+from elk_opt.evaluate import Schedule, evaluate
+from elk_opt.problem import Choice, Instance, Instr, Plan
+from formulations.lns_windows import layer_runs
+
+Anchor = tuple[int, int]  # (the op whose execute the load precedes, place among those loads)
+
+
+def twin_classes(instance: Instance) -> list[list[tuple[int, int]]]:
+    """Layer runs [first, stop) grouped by their ops' plans and warm-ups offset by offset;
+    only groups of two or more."""
+    groups: dict[tuple, list[tuple[int, int]]] = {}
+    for first, stop in layer_runs(instance):
+        if instance.ops[first].layer is None:
+            continue
+        key = tuple((op.exec_plans, op.preload_plans, op.warmup)
+                    for op in instance.ops[first:stop])
+        groups.setdefault(key, []).append((first, stop))
+    return [g for g in groups.values() if len(g) > 1]
+
+
+def anchors(program: Sequence[Instr], n: int) -> dict[int, Anchor]:
+    """Per load: the execute it is issued just before (n after the last one) and its place
+    counted back from that execute (-1: right before it)."""
+    out: dict[int, Anchor] = {}
+    waiting: list[int] = []
+    for instr in program:
+        if instr[0] == "P":
+            waiting.append(instr[1])
+            continue
+        for k, j in enumerate(waiting):
+            out[j] = (instr[1], k - len(waiting))
+        waiting = []
+    for k, j in enumerate(waiting):
+        out[j] = (n, k - len(waiting))
+    return out
+
+
+def program_of(anchor: dict[int, Anchor], n: int) -> tuple[Instr, ...]:
+    """The program with every load at its anchor, executes in the instance's order."""
+    before: dict[int, list[tuple[int, int]]] = {}
+    for j, (x, place) in anchor.items():
+        before.setdefault(x, []).append((place, j))
+    program: list[Instr] = []
+    for i in range(n + 1):
+        program += [("P", j) for _place, j in sorted(before.get(i, ()))]
+        if i < n:
+            program.append(("E", i))
+    return tuple(program)
+
+
+def copy_layer(plan: Plan, schedule: Schedule, source: tuple[int, int],
+               targets: Sequence[tuple[int, int]], shift_releases: bool) -> Plan:
+    """`plan` with the source layer's pairs, anchors and (if asked) releases on each target."""
+    n = len(plan.instance.ops)
+    anchor = anchors(plan.program, n)
+    choice: list[Choice] = list(plan.choice)
+    release = dict(plan.release_ns)
+    a0 = source[0]
+    for first, stop in targets:
+        d = first - a0
+        for o in range(stop - first):
+            x, place = anchor[a0 + o]
+            anchor[first + o] = (min(n, max(0, x + d)), place)
+            choice[first + o] = plan.choice[a0 + o]
+            for kind in ("P", "E"):
+                release.pop((kind, first + o), None)
+                if shift_releases and (kind, a0 + o) in plan.release_ns:
+                    moved = (plan.release_ns[kind, a0 + o] + schedule.exec_start[first]
+                             - schedule.exec_start[a0])
+                    release[kind, first + o] = max(0, moved)
+    return Plan(instance=plan.instance, choice=tuple(choice), program=program_of(anchor, n),
+                release_ns=release, timing=plan.timing)
+
+
+def _key(schedule: Schedule) -> tuple[int, int]:
+    return schedule.makespan_ns, sum(schedule.exec_end)
+
+
+def copy_twins(instance: Instance, plan: Plan, deadline: float | None,
+               stop: Callable[[], bool] = lambda: False) -> tuple[Plan, int]:
+    """The plan with, per twin class, the best layer copied onto all its twins (if that
+    gains), and how many classes were copied."""
+    classes = twin_classes(instance)
+    if not classes or any(instr != ("E", i) for i, instr in
+                          enumerate(x for x in plan.program if x[0] == "E")):
+        return plan, 0
+    sram = instance.chip.sram_bytes
+
+    def timed(p: Plan) -> Schedule:
+        return evaluate(instance, p.choice, p.program, p.release_ns, timing=plan.timing)
+
+    def out_of_time() -> bool:
+        return stop() or (deadline is not None and time.perf_counter() >= deadline)
+
+    best, best_s = plan, timed(plan)
+    kept = 0
+    for members in classes:
+        found = None
+        for source in members:
+            if out_of_time():
+                return best, kept
+            for shift in (False, True):
+                cand = copy_layer(best, best_s, source, members, shift)
+                s = timed(cand)
+                if s.peak_sram_bytes <= sram and _key(s) < _key(found[1] if found else best_s):
+                    found = (cand, s)
+        if found:
+            best, best_s = found
+            kept += 1
+    return best, kept
