@@ -6,7 +6,9 @@ execution order, with or without restrictions, so a method in that order may cla
 start its search there (`cpsat`'s probes) or stop once a plan meets it (`polish`). On the
 small gap suite's eight proven one-layer zoo slices (all hbm3e) the floor is the optimum
 on six. HiGHS stops a MIP on the wall clock only, so a run that must repeat (under a work
-limit) leaves the MIP out; the LP on these sizes finishes.
+limit) leaves the MIP out; the LP on these sizes finishes. The solvers are imported when
+the floor is computed, so `elk-opt bound --help`, which shows FLUID_MILP_MAX_OPS, does not
+load HiGHS.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from collections.abc import Callable
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Timing
 
+FLUID_MILP_MAX_OPS = 100  # a layer or two of a decoder: the MIP takes seconds to a minute
 LP_SHARE = 0.1  # of the time left, for the fluid LP
 MILP_SHARE = 0.2  # of the time left then, for the fluid MIP on small instances
 
@@ -27,7 +30,6 @@ def fluid_floor(instance: Instance, timing: Timing, left: Callable[[], float | N
     stop with its best plan."""
     from elk_opt.bounds.fluid import fluid_bound
     from elk_opt.bounds.fluid_milp import fluid_milp_bound
-    from elk_opt.bounds.run_all import FLUID_MILP_MAX_OPS
 
     def share(fraction: float) -> float | None:
         rest = left()

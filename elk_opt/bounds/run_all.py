@@ -52,12 +52,12 @@ from elk_opt.bounds.cuts import (
 from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.errors import UsageError
 from elk_opt.problem import DEFAULT_TIMING, ExecOrder, Instance, Timing
+from formulations.fluid_floor import FLUID_MILP_MAX_OPS
 
 if TYPE_CHECKING:  # the solvers load only when a bound needs them
     from elk_opt.bounds.fluid import FluidBound
 
 BOTH = "separate-noc, shared-noc"
-FLUID_MILP_MAX_OPS = 100  # a layer or two of a decoder: the MIP takes seconds to a minute
 
 
 @dataclass(frozen=True)

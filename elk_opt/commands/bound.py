@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from elk_opt.bounds.run_all import FLUID_MILP_MAX_OPS, lower_bounds
+from elk_opt.bounds.run_all import lower_bounds
 from elk_opt.commands.flags import (
     add_exec_order,
     add_quiet,
@@ -21,6 +21,7 @@ from elk_opt.commands.flags import (
     thread_count,
 )
 from elk_opt.io import load_instance, save_json
+from formulations.fluid_floor import FLUID_MILP_MAX_OPS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
