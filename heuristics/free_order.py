@@ -17,11 +17,11 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from elk_opt.bounds.cheap import cheap_bound_by
+from elk_opt.deadline import Deadline
 from elk_opt.problem import Instance, Plan
 from elk_opt.reorder import reorder, restore
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics.exec_orders import johnson_order
-from heuristics.limits import deadline_of
 
 InOrder = Callable[[Instance, SolveOptions], Plan]
 
@@ -41,7 +41,7 @@ def best_over_orders(instance: Instance, options: SolveOptions, method: str,
     """`solve_in_order` (a scheduler of the instance's order) over every candidate order,
     those other than the instance's only where `screen` (if given) finds them better."""
     started = time.perf_counter()
-    deadline = deadline_of(options, started)
+    deadline = Deadline.after(options.time_limit_s, started)  # not limits: it imports Basic
 
     def in_order(run: InOrder, order: tuple[int, ...]) -> Plan:
         left = None if options.time_limit_s is None else \

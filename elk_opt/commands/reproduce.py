@@ -108,6 +108,7 @@ def grid_from_args(args: argparse.Namespace) -> Grid:
 
 def run(args: argparse.Namespace) -> int:
     from elk_opt.studies.reproduce import run_reproduction
+    from elk_opt.studies.reproduce_plots import write_plots
     from elk_opt.studies.reproduce_report import problems, write_report
 
     grid = grid_from_args(args)
@@ -115,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     figure, exact = run_reproduction(grid, out, executor=args.executor, workers=args.workers,
                                      address=args.address, progress=not args.quiet)
     table = write_report(figure, exact, out)
+    write_plots(figure, out)
     print(f"{len(figure)} figure cells, {len(exact)} exact-slice cells -> {out}/fig17.csv, "
           "fig18.csv, exact.csv, reproduction.md, fig17.png, fig18.png, plans/")
     print(table)

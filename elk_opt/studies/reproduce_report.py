@@ -176,15 +176,13 @@ def problems(figure: Sequence[Cell], exact: Sequence[Cell]) -> list[str]:
 # ---- files ----------------------------------------------------------------------------------
 
 def write_report(figure: Sequence[Cell], exact: Sequence[Cell], out: Path) -> str:
-    """Write every output file; return the compact table to print."""
+    """Write the tables and the report (the plots: `reproduce_plots.write_plots`); return the
+    compact table to print."""
     write_atomic(out / "fig17.csv", lambda f: _write_rows(f, FIG17_FIELDS, _fig17_rows(figure)))
     write_atomic(out / "fig18.csv", lambda f: _write_rows(f, FIG18_FIELDS, _fig18_rows(figure)))
     write_atomic(out / "exact.csv", lambda f: _write_rows(f, EXACT_FIELDS, _exact_rows(exact)))
     text = markdown(figure, exact)
     write_atomic(out / "reproduction.md", lambda f: f.write(text))
-    from elk_opt.studies.reproduce_plots import write_plots
-
-    write_plots(figure, out)
     return compact_table(figure)
 
 
