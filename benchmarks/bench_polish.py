@@ -1,15 +1,17 @@
 """`polish` at scale under section 5b: Elk-Full, then polish from it at several time limits.
 
 python benchmarks/bench_polish.py [--limits 60,120,300] [--cases l70,g27,cal] [--threads 2]
-                                  [--bounds l70=NS,g27=NS,cal=NS]
+                                  [--bounds l70=NS,g27=NS,cal=NS] [--periodic on|off|both]
 
 Cases (default chip, `--cost-model elk-paper`, bsp NoC occupancy, shared-noc): `l70` Llama2-70B
-decode b64 KV4096, `g27` Gemma2-27B decode b64 KV4096, `cal` the Elk artifact's Llama2-13B
+decode b64 KV4096, `g27` Gemma2-27B decode b64 KV4096, `g27s` Gemma2-27B decode b64 KV2048,
+`cal` the Elk artifact's Llama2-13B
 calibration layer (elk_opt/frontend/cost/data). Elk-Full runs once per case (its plan is the
 warm start of every polish run, so each limit is the polish's own time). Every plan is checked
 by `verify` (5b) before it is reported. `--bounds` gives the best bound `elk-opt bound` reports
 per case (run separately: its fluid LP and window bound take minutes), against which gaps are
-quoted; without it, the best linear-time bound.
+quoted; without it, the best linear-time bound. `--periodic both` runs each limit with and
+without polish's whole-layer copies (`formulations/lns_periodic.py`), one after the other.
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ TIMING = "shared-noc"
 def case(name: str) -> Instance:
     if name == "cal":
         return load_instance(CAL)
-    model = {"l70": "llama2-70b", "g27": "gemma2-27b"}[name]
-    return model_instance(model, batch=64, kv_len=4096, cost_model="elk-paper",
+    model = {"l70": "llama2-70b", "g27": "gemma2-27b", "g27s": "gemma2-27b"}[name]
+    return model_instance(model, batch=64, kv_len=2048 if name == "g27s" else 4096,
+                          cost_model="elk-paper",
                           noc_occupancy="bsp")
 
 
@@ -54,13 +57,15 @@ def main() -> None:
     ap.add_argument("--cases", default="l70,g27,cal")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--bounds", default="", help="case=NS,... from `elk-opt bound`")
+    ap.add_argument("--periodic", choices=("on", "off", "both"), default="on")
     args = ap.parse_args()
     bounds = dict(kv.split("=") for kv in args.bounds.split(",") if kv)
     print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"python {platform.python_version()}; threads {args.threads}")
     print("| case | ops | method | limit s | makespan ns | wall s | bound ns | gap | "
-          "windows solved / improved / twins applied | stopped |")
+          "windows solved / improved / twins applied / layers copied | stopped |")
     print("|---|---|---|---|---|---|---|---|---|---|")
+    periodic = {"on": (True,), "off": (False,), "both": (True, False)}[args.periodic]
     for name in args.cases.split(","):
         instance = case(name)
         bound = int(bounds.get(name, 0)) or best_cheap_bound(instance, TIMING)
@@ -70,19 +75,20 @@ def main() -> None:
 
         row(name, bound, "-", full, wall)
         for limit in (float(x) for x in args.limits.split(",")):
-            t = time.perf_counter()
-            plan = checked(solve(instance, "polish", SolveOptions(
-                timing=TIMING, time_limit_s=limit, threads=args.threads,
-                warm_start="elk-full", warm_plan=full)))
-            row(name, bound, f"{limit:g}", plan, time.perf_counter() - t)
+            for copies in periodic:
+                t = time.perf_counter()
+                plan = checked(solve(instance, "polish", SolveOptions(
+                    timing=TIMING, time_limit_s=limit, threads=args.threads,
+                    warm_start="elk-full", warm_plan=full, params={"periodic": copies})))
+                row(name, bound, f"{limit:g}", plan, time.perf_counter() - t)
 
 
 def row(name: str, bound: int, limit: str, plan: Plan, wall: float) -> None:
     ms = plan.claims.makespan_ns
     p = plan.claims.params
     method = plan.claims.method
-    counts = (f"{p['windows_solved']} / {p['windows_improved']} / {p['twins_applied']}"
-              if method == "polish" else "-")
+    counts = (f"{p['windows_solved']} / {p['windows_improved']} / {p['twins_applied']} / "
+              f"{p['layers_copied'] if p['periodic'] else 'off'}" if method == "polish" else "-")
     print(f"| {name} | {len(plan.instance.ops)} | {method} | {limit} | {ms:,} | {wall:.1f} | "
           f"{bound:,} | {100 * (ms / bound - 1):.2f}% | {counts} | {p.get('stopped', '-')} |",
           flush=True)

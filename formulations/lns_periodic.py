@@ -17,7 +17,9 @@ order stays the instance's. Each candidate is timed exactly on the whole plan an
 obeys R5 and lowers (makespan, sum of execute ends), as `polish` keeps its windows.
 
 Every layer is tried as the source and copied onto all its twins at once (a periodic plan):
-one evaluation per layer and release choice, about a second on the Figure 17 models. Copying
+one evaluation per layer and release choice, about a second on the Figure 17 models (up to 80
+layers). Above MAX_SOURCES layers in a class, only that many are tried, the ones whose
+executes span the least time first, so one round stays linear in the model's size. Copying
 one twin at a time, the shortest layers first, was measured too (BENCHMARKS.md, "Layers copied
 to their twins"): it found less and cost tens of seconds a round.
 """
@@ -31,6 +33,7 @@ from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.problem import Choice, Instance, Instr, Plan
 from formulations.lns_windows import layer_runs
 
+MAX_SOURCES = 128  # layers tried as the source per class, the shortest first (all, up to 80 layers)
 Anchor = tuple[int, int]  # (the op whose execute the load precedes, place among those loads)
 
 
@@ -125,7 +128,8 @@ def copy_twins(instance: Instance, plan: Plan, deadline: float | None,
     kept = 0
     for members in classes:
         found = None
-        for source in members:
+        by_span = sorted(members, key=lambda m: best_s.exec_end[m[1] - 1] - best_s.exec_start[m[0]])
+        for source in by_span[:MAX_SOURCES]:
             if out_of_time():
                 return best, kept
             for shift in (False, True):
