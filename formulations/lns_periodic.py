@@ -21,7 +21,7 @@ one evaluation per layer and release choice, about a second on the Figure 17 mod
 layers). Above MAX_SOURCES layers in a class, only that many are tried, the ones whose
 executes span the least time first, so one round stays linear in the model's size. Copying
 one twin at a time, the shortest layers first, was measured too (BENCHMARKS.md, "Layers copied
-to their twins"): it found less and cost tens of seconds a round.
+onto their twins"): it found less and cost tens of seconds a round.
 """
 
 from __future__ import annotations
