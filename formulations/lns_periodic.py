@@ -31,6 +31,7 @@ from collections.abc import Callable, Sequence
 
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.problem import Choice, Instance, Instr, Plan
+from formulations.lns_region import move_key
 from formulations.lns_windows import layer_runs
 
 MAX_SOURCES = 128  # layers tried as the source per class, the shortest first (all, up to 80 layers)
@@ -104,27 +105,20 @@ def copy_layer(plan: Plan, schedule: Schedule, source: tuple[int, int],
                 release_ns=release, timing=plan.timing)
 
 
-def _key(schedule: Schedule) -> tuple[int, int]:
-    return schedule.makespan_ns, sum(schedule.exec_end)
-
-
-def copy_twins(instance: Instance, plan: Plan, deadline: float | None,
+def copy_twins(instance: Instance, plan: Plan, schedule: Schedule, deadline: float | None,
                stop: Callable[[], bool] = lambda: False) -> tuple[Plan, int]:
-    """The plan with, per twin class, the best layer copied onto all its twins (if that
-    gains), and how many classes were copied."""
+    """The plan (timed as `schedule`) with, per twin class, the best layer copied onto all
+    its twins (if that gains), and how many classes were copied."""
     classes = twin_classes(instance)
     if not classes or any(instr != ("E", i) for i, instr in
                           enumerate(x for x in plan.program if x[0] == "E")):
         return plan, 0
     sram = instance.chip.sram_bytes
 
-    def timed(p: Plan) -> Schedule:
-        return evaluate(instance, p.choice, p.program, p.release_ns, timing=plan.timing)
-
     def out_of_time() -> bool:
         return stop() or (deadline is not None and time.perf_counter() >= deadline)
 
-    best, best_s = plan, timed(plan)
+    best, best_s = plan, schedule
     kept = 0
     for members in classes:
         found = None
@@ -134,8 +128,10 @@ def copy_twins(instance: Instance, plan: Plan, deadline: float | None,
                 return best, kept
             for shift in (False, True):
                 cand = copy_layer(best, best_s, source, members, shift)
-                s = timed(cand)
-                if s.peak_sram_bytes <= sram and _key(s) < _key(found[1] if found else best_s):
+                s = evaluate(instance, cand.choice, cand.program, cand.release_ns,
+                             timing=plan.timing)
+                beaten = found[1] if found else best_s
+                if s.peak_sram_bytes <= sram and move_key(s) < move_key(beaten):
                     found = (cand, s)
         if found:
             best, best_s = found

@@ -40,6 +40,11 @@ class Incumbent:
     schedule: Schedule  # under the timing polished for
 
 
+def move_key(schedule: Schedule) -> tuple[int, int]:
+    """What a move must lower: the makespan, then the sum of execute ends (plateau moves)."""
+    return schedule.makespan_ns, sum(schedule.exec_end)
+
+
 @dataclass(frozen=True)
 class Region:
     lo: int

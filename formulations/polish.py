@@ -46,7 +46,7 @@ from ortools.sat.python import cp_model
 from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.deadline import Deadline
 from elk_opt.errors import UsageError
-from elk_opt.evaluate import Schedule, evaluate
+from elk_opt.evaluate import evaluate
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.progress import say, track
@@ -69,6 +69,7 @@ from formulations.lns_periodic import copy_twins
 from formulations.lns_region import (
     Incumbent,
     Region,
+    move_key,
     region_at,
     region_model,
     region_of,
@@ -116,11 +117,6 @@ def _knobs(params: dict) -> dict:
     return out
 
 
-def _key(schedule: Schedule) -> tuple[int, int]:
-    """What a move must lower: the makespan, then the sum of execute ends (plateau moves)."""
-    return schedule.makespan_ns, sum(schedule.exec_end)
-
-
 class _Search:
     """The incumbent and the moves that change it; every candidate is checked whole."""
 
@@ -152,9 +148,9 @@ class _Search:
             got = evaluate(self.instance, c, p, rel, timing=self.timing)
             if got.peak_sram_bytes > self.instance.chip.sram_bytes:
                 continue
-            if best is None or _key(got) < _key(best[0]):
+            if best is None or move_key(got) < move_key(best[0]):
                 best = (got, c, p, rel)
-        if best is None or _key(best[0]) >= _key(self.inc.schedule):
+        if best is None or move_key(best[0]) >= move_key(self.inc.schedule):
             return False
         _got, c, p, rel = best
         plan = Plan(instance=self.instance, choice=c, program=p, release_ns=rel,
@@ -167,7 +163,7 @@ class _Search:
         got = evaluate(self.instance, plan.choice, plan.program, plan.release_ns,
                        timing=self.timing)
         if (got.peak_sram_bytes > self.instance.chip.sram_bytes
-                or _key(got) >= _key(self.inc.schedule)):
+                or move_key(got) >= move_key(self.inc.schedule)):
             return False
         self.inc = _incumbent(self.instance, self.pairs, plan, self.timing)
         return True
@@ -327,7 +323,8 @@ def _copy_layers(search: _Search, options: SolveOptions, deadline: float | None,
     until = deadline
     if deadline is not None and options.time_limit_s is not None:
         until = min(deadline, time.perf_counter() + PERIODIC_SHARE * options.time_limit_s)
-    plan, copied = copy_twins(search.instance, search.inc.plan, until, lambda: interrupt.seen)
+    plan, copied = copy_twins(search.instance, search.inc.plan, search.inc.schedule, until,
+                              lambda: interrupt.seen)
     if copied and search.adopt(plan):
         search.layers_copied += copied
         say(f"  layers copied to their twins: {copied}, {search.inc.schedule.makespan_ns:,} ns",

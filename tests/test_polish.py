@@ -266,7 +266,7 @@ def test_copying_a_better_layer_onto_its_twins_lowers_the_makespan():
                  timing="shared-noc")
     before = evaluate_plan(mixed)
     assert before.peak_sram_bytes <= instance.chip.sram_bytes
-    plan, copies = copy_twins(instance, mixed, None)
+    plan, copies = copy_twins(instance, mixed, before, None)
     after = evaluate_plan(plan)
     assert copies == 1 and after.makespan_ns < 0.85 * before.makespan_ns  # 1,807,416 -> 1,460,368
     assert check(plan_to_dict(plan)).valid
