@@ -33,14 +33,14 @@ from verify import check
 CAL = Path(__file__).resolve().parents[1] / "elk_opt/frontend/cost/data" \
     / "elk-artifact-llama2-13b-b32-kv2048-layer.json"
 TIMING = "shared-noc"
+MODELS = {"l70": ("llama2-70b", 4096), "g27": ("gemma2-27b", 4096), "g27s": ("gemma2-27b", 2048)}
 
 
 def case(name: str) -> Instance:
     if name == "cal":
         return load_instance(CAL)
-    model = {"l70": "llama2-70b", "g27": "gemma2-27b", "g27s": "gemma2-27b"}[name]
-    return model_instance(model, batch=64, kv_len=2048 if name == "g27s" else 4096,
-                          cost_model="elk-paper",
+    model, kv_len = MODELS[name]
+    return model_instance(model, batch=64, kv_len=kv_len, cost_model="elk-paper",
                           noc_occupancy="bsp")
 
 
