@@ -75,8 +75,24 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None) 
     """Run a method; a warm start it asks for (or has by default) is solved first, within the
     same time limit (the method gets what the warm start left)."""
     run = get_method(method)
-    options = with_exec_order(method, options or SolveOptions())
-    return run(instance, with_warm_plan(instance, method, options))
+    options = with_warm_plan(instance, method, with_exec_order(method, options or SolveOptions()))
+    check_floor(options)
+    return run(instance, options)
+
+
+def check_floor(options: SolveOptions) -> None:
+    """Refuse a given floor that is no lower bound on its face: negative, not an integer, or
+    above the warm start's makespan."""
+    floor = options.floor_ns
+    if floor is None:
+        return
+    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+        raise UsageError(f"floor_ns must be a whole number of ns >= 0, got {floor!r}")
+    warm = options.warm_plan
+    if warm is not None and warm.claims is not None and warm.timing == options.timing \
+            and floor > warm.claims.makespan_ns:
+        raise UsageError(f"floor_ns {floor:,} is above the warm start's makespan "
+                         f"{warm.claims.makespan_ns:,} ns: it is not a lower bound")
 
 
 def with_exec_order(method: str, options: SolveOptions) -> SolveOptions:

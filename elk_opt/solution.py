@@ -35,6 +35,11 @@ class SolveOptions:
     exec_order: ExecOrder | None = None
     warm_start: str | None = None  # name of the method whose plan is `warm_plan`
     warm_plan: Plan | None = None  # a plan to hint an exact solver with (resolved by the caller)
+    # A lower bound on the makespan the caller already holds, under `timing`, for every plan
+    # in the orders the method solves over (`certify` passes its best bound): `cpsat` and
+    # `polish` take it as their floor instead of computing the fluid floor again. Trusted:
+    # a value above the optimum makes them claim a bound that is not one.
+    floor_ns: int | None = None
     verbose: bool = False
     progress: bool = False  # a method may show its search's progress on stderr (elk_opt.progress)
     params: Mapping[str, Any] = field(default_factory=dict)  # method-specific knobs

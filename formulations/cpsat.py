@@ -79,9 +79,10 @@ def prepare(instance: Instance, options: SolveOptions, started: float | None = N
     if options.timing == "shared-noc":
         ready = _prepare_shared(instance, options, restrict, started, deadline)
         return _retime_starts(instance, restrict, ready, started, deadline) if retime else ready
-    cm = build(instance, restrict, deadline=deadline, free=_free(options))
+    cm = build(instance, restrict, deadline=deadline, free=_free(options), lower=options.floor_ns)
     add_hint(cm, instance, options.warm_plan)
-    params = {**_claims(restrict, options), "solver": "cp-sat"}
+    params = {**_claims(restrict, options), "solver": "cp-sat",
+              **({"given_floor_ns": options.floor_ns} if options.floor_ns is not None else {})}
     if options.warm_start and cm.hinted:
         params["warm_start"] = options.warm_start
     return Prepared(cm, params, options)
@@ -329,17 +330,23 @@ def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restric
     # each start obeys the restrictions: it bounds the restricted optimum from above
     upper = best.claims.makespan_ns if best is not None else None
     try:
-        # the fluid LP holds for the instance's order only
-        fluid = None if _free(options) else _fluid(instance, options, started)
-        floor = max((b for b in (five.bound, fluid) if b is not None), default=None)
+        # the fluid LP holds for the instance's order only; a given floor for the orders solved
+        fluid = None if _free(options) or options.floor_ns is not None \
+            else _fluid(instance, options, started)
+        floor = max((b for b in (five.bound, fluid, options.floor_ns) if b is not None),
+                    default=None)
         if floor is not None and upper is not None and floor > upper:
+            if floor == options.floor_ns:
+                raise UsageError(f"floor_ns {floor:,} is above the makespan of a plan cpsat "
+                                 f"found, {upper:,} ns: it is not a lower bound")
             raise AssertionError(f"cpsat: lower bound {floor} above a plan's makespan {upper}")
         cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=floor,
                    deadline=deadline, free=_free(options))
     except OutOfTime:
         raise _Cut(five) from None
     params = {**_claims(restrict, options), "solver": "cp-sat", "model_timing": "shared-noc",
-              "section5_bound_ns": five.bound, "fluid_bound_ns": fluid}
+              "section5_bound_ns": five.bound, "fluid_bound_ns": fluid,
+              **({"given_floor_ns": options.floor_ns} if options.floor_ns is not None else {})}
     return Prepared(cm, params, options, five, floor, best, warm, upper)
 
 

@@ -27,7 +27,8 @@ is a local optimum of this neighbourhood, not a proven optimum: its status is `f
 unless its bound meets it. The bound claimed is the best of: the best linear-time bound for
 the timing (`elk_opt.bounds.cheap`), up to FLUID_MAX_OPS ops the fluid floor
 (`formulations.fluid_floor`: the fluid LP, milliseconds there, and up to 100 ops the fluid
-MIP in a fifth of the time), with `certify` the LP relaxation's, and CP-SAT's bound once a
+MIP in a fifth of the time) or instead a floor the caller gives (`SolveOptions.floor_ns`, at
+any size), with `certify` the LP relaxation's, and CP-SAT's bound once a
 window covered the whole instance (then the region model is the exact model); all for the
 instance's execution order. The floor comes first, and the search stops once its plan meets
 it. On the small gap suite's 24 one-layer zoo slices (20 s) polish's claimed gap is a median
@@ -207,7 +208,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         return None if deadline is None else deadline - time.perf_counter()
 
     with Interrupt() as interrupt:
-        floor = _floor(instance, timing, deadline, options.work_limit is not None)
+        floor = options.floor_ns if options.floor_ns is not None else \
+            _floor(instance, timing, deadline, options.work_limit is not None)
 
         def meets_floor() -> bool:  # then the plan is optimal: no window can gain
             return floor is not None and search.inc.schedule.makespan_ns <= floor
@@ -296,7 +298,9 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
               "windows_solved": windows_solved, "windows_improved": search.improved,
               "twins_applied": search.twins_applied, "executes_held": search.held,
               "layers_copied": search.layers_copied,
-              "whole_instance_bound_ns": search.bound, "fluid_bound_ns": floor,
+              "whole_instance_bound_ns": search.bound,
+              **({"given_floor_ns": floor} if options.floor_ns is not None
+                 else {"fluid_bound_ns": floor}),
               "final_layers": layers,
               "stopped": stopped, "start_makespan_ns": start_makespan,
               "warm_start": options.warm_start,

@@ -360,8 +360,11 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
         warm = found.best
         assert warm.claims is not None
         found.started_from[method] = warm
+        # the best bound so far covers the certified plan's orders: the floor the solvers
+        # would otherwise compute again (the fluid LP and MIP, up to a fifth of their time)
+        floor = found.lower() if found.bounds else None
         task_options = replace(options, time_limit_s=limit, warm_start=warm.claims.method,
-                               warm_plan=warm)
+                               warm_plan=warm, floor_ns=floor)
         if method == "cpsat" and found.free_order:  # its bound then holds for every order
             task_options = replace(task_options, exec_order="free")
         try:
@@ -382,7 +385,7 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
             raised = _offer_bound(found, solver_bound_entry(
                 plan, time.perf_counter() - started,
                 {"method": "cpsat", "time_limit_s": round(limit, 3), "threads": found.threads,
-                 "warm_start": warm.claims.method}))
+                 "warm_start": warm.claims.method, "floor_ns": floor}))
         gained = gained or kept or raised
         _record(found, method, started,
                 f"{plan.claims.makespan_ns:,} ns ({plan.claims.status})"
