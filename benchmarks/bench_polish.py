@@ -33,7 +33,8 @@ from verify import check
 CAL = Path(__file__).resolve().parents[1] / "elk_opt/frontend/cost/data" \
     / "elk-artifact-llama2-13b-b32-kv2048-layer.json"
 TIMING = "shared-noc"
-MODELS = {"l70": ("llama2-70b", 4096), "g27": ("gemma2-27b", 4096), "g27s": ("gemma2-27b", 2048)}
+MODELS = {"l70": ("llama2-70b", 4096), "g27": ("gemma2-27b", 4096), "g27s": ("gemma2-27b", 2048),
+          "o30": ("opt-30b", 4096), "l13": ("llama2-13b", 2048)}
 
 
 def case(name: str) -> Instance:
