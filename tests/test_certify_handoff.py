@@ -1,7 +1,8 @@
-"""A floor the caller gives (`SolveOptions.floor_ns`; `certify` passes its best bound) replaces
-the fluid floor in `cpsat` and `polish`: it is not computed again, it is claimed, a search
-from it still ends at the optimum, and a value that is no lower bound on its face is refused
-with a line naming it."""
+"""What `certify` spares its solvers. A floor the caller gives (`SolveOptions.floor_ns`;
+`certify` passes its best bound) replaces the fluid floor in `cpsat` and `polish`: it is not
+computed again, it is claimed, a search from it still ends at the optimum, and a value that is
+no lower bound on its face is refused with a line naming it. On instances CP-SAT solves whole,
+the layer windows wait for the second bound round."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import elk_opt
+from elk_opt.certification import search as search_module
 from elk_opt.certification.run import certify
 from elk_opt.certification.worker import Worker
 from elk_opt.errors import UsageError
@@ -112,3 +114,39 @@ def test_certify_hands_its_best_bound_to_cpsat_as_the_floor():
         return
     floor = rows[0]["params"]["floor_ns"]
     assert floor is not None and floor <= rows[0]["ns"] <= doc["lower_bound_ns"]
+
+
+def test_on_instances_cpsat_solves_whole_the_layer_windows_wait_for_round_two(monkeypatch):
+    rounds: list[dict] = []
+    real = search_module._call
+
+    def spy(found, worker, task, deadline):
+        if task.kind == "bounds":
+            rounds.append(dict(task.args))
+        return real(found, worker, task, deadline)
+
+    monkeypatch.setattr(search_module, "_call", spy)
+    # solvers that find nothing: the gap stays open, so a second round comes
+    monkeypatch.setattr(search_module, "_plan_round", lambda *_args, **_kwargs: False)
+    instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
+    with Worker() as worker:
+        doc = certify(instance, time_limit_s=8, threads=1, worker=worker)
+    assert len(rounds) >= 2 and rounds[0]["layers"] == 0 and "layers" not in rounds[1]
+    assert "layers1" in {b["name"] for b in doc["bounds"]}
+
+
+def test_above_what_cpsat_solves_whole_the_first_round_has_the_layer_windows(monkeypatch):
+    rounds: list[dict] = []
+    real = search_module._call
+
+    def spy(found, worker, task, deadline):
+        if task.kind == "bounds":
+            rounds.append(dict(task.args))
+        return real(found, worker, task, deadline)
+
+    monkeypatch.setattr(search_module, "_call", spy)
+    monkeypatch.setattr(search_module, "CPSAT_MAX_OPS", 4)
+    instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
+    with Worker() as worker:
+        certify(instance, time_limit_s=6, threads=1, worker=worker)
+    assert rounds and "layers" not in rounds[0]
