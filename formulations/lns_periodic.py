@@ -18,8 +18,8 @@ the last decoder layer, whose span is the shortest because it preloads no next l
 onto the others makes each carry the next layer's loads beside loads it never had. So
 `fit_sram` then issues loads later, the farthest-needed first, until R5 holds (issuing a load
 later never adds to any execute's left-hand side): on Gemma2-27B b64 KV4096 that turned every
-failing copy of a 450 s polish plan into one 1.4% faster (BENCHMARKS.md, "Copies that
-overflow SRAM, repaired"). Each candidate is timed exactly on the whole plan and kept if it
+failing copy of a 450 s polish plan into one 1.4% faster (BENCHMARKS.md, "Copies fitted
+into SRAM"). Each candidate is timed exactly on the whole plan and kept if it
 obeys R5 and lowers (makespan, sum of execute ends), as `polish` keeps its windows.
 
 Every layer is tried as the source and copied onto all its twins at once (a periodic plan):
