@@ -150,3 +150,17 @@ def test_above_what_cpsat_solves_whole_the_first_round_has_the_layer_windows(mon
     with Worker() as worker:
         certify(instance, time_limit_s=6, threads=1, worker=worker)
     assert rounds and "layers" not in rounds[0]
+
+
+def test_a_polish_phase_record_says_what_its_moves_did():
+    instance = synthetic_instance(ops=24, plans=3, seed=1, tightness=0.6)
+    start = solve(instance, "basic", SHARED)
+    plan = solve(instance, "polish", replace(SHARED, time_limit_s=5, warm_start="basic",
+                                             warm_plan=start))
+    said = search_module._moves(plan)
+    params = plan.claims.params
+    assert plan.claims.makespan_ns < start.claims.makespan_ns  # Basic leaves room here
+    assert (f"{params['windows_improved']} windows improved" in said) == \
+        (params["windows_improved"] > 0)
+    assert said != "; no move gained"
+    assert search_module._moves(start) == ""

@@ -397,6 +397,22 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
         gained = gained or kept or raised
         _record(found, method, started,
                 f"{plan.claims.makespan_ns:,} ns ({plan.claims.status})"
-                + (" (best so far)" if kept else "") + (", bound raised" if raised else ""))
+                + (" (best so far)" if kept else "") + (", bound raised" if raised else "")
+                + _moves(plan))
         _say(found, method, progress)
     return gained
+
+
+POLISH_MOVES = (("windows_improved", "windows improved"), ("twins_applied", "twins applied"),
+                ("layers_copied", "layer classes copied"), ("executes_held", "executes held"))
+
+
+def _moves(plan: Plan) -> str:
+    """What a polish phase's moves did, for its phase record: the certificate's plan carries
+    the counts of the last polish phase only, and a search runs several."""
+    assert plan.claims is not None
+    if plan.claims.method != "polish":
+        return ""
+    params = plan.claims.params
+    done = [f"{params[key]} {label}" for key, label in POLISH_MOVES if params.get(key)]
+    return f"; {', '.join(done)}" if done else "; no move gained"
