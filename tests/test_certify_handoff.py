@@ -116,7 +116,8 @@ def test_certify_hands_its_best_bound_to_cpsat_as_the_floor():
     assert floor is not None and floor <= rows[0]["ns"] <= doc["lower_bound_ns"]
 
 
-def test_on_instances_cpsat_solves_whole_the_layer_windows_wait_for_round_two(monkeypatch):
+def _bound_rounds(monkeypatch) -> list[dict]:
+    """The arguments of every bound round `certify` runs from now on."""
     rounds: list[dict] = []
     real = search_module._call
 
@@ -126,6 +127,11 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_wait_for_round_two(mo
         return real(found, worker, task, deadline)
 
     monkeypatch.setattr(search_module, "_call", spy)
+    return rounds
+
+
+def test_on_instances_cpsat_solves_whole_the_layer_windows_wait_for_round_two(monkeypatch):
+    rounds = _bound_rounds(monkeypatch)
     # solvers that find nothing: the gap stays open, so a second round comes
     monkeypatch.setattr(search_module, "_plan_round", lambda *_args, **_kwargs: False)
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
@@ -136,15 +142,7 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_wait_for_round_two(mo
 
 
 def test_above_what_cpsat_solves_whole_the_first_round_has_the_layer_windows(monkeypatch):
-    rounds: list[dict] = []
-    real = search_module._call
-
-    def spy(found, worker, task, deadline):
-        if task.kind == "bounds":
-            rounds.append(dict(task.args))
-        return real(found, worker, task, deadline)
-
-    monkeypatch.setattr(search_module, "_call", spy)
+    rounds = _bound_rounds(monkeypatch)
     monkeypatch.setattr(search_module, "CPSAT_MAX_OPS", 4)
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     with Worker() as worker:
