@@ -98,6 +98,17 @@ def test_a_floor_above_the_warm_start_is_refused():
             solve(instance, method, options)
 
 
+def test_a_floor_above_polishs_start_under_its_own_timing_is_refused():
+    # the warm start is timed under section 5: only polish's own 5b timing of it shows it
+    instance = tiny_instance(TWO_OPS)
+    start = solve(instance, "elk-full", replace(SHARED, timing="separate-noc"))
+    five_b = solve(instance, "polish", replace(SHARED, warm_start="elk-full", warm_plan=start))
+    floor = five_b.claims.params["start_makespan_ns"] + 1
+    options = replace(SHARED, warm_start="elk-full", warm_plan=start, floor_ns=floor)
+    with pytest.raises(UsageError, match=f"floor_ns {floor:,} is above the start plan's"):
+        solve(instance, "polish", options)
+
+
 def test_a_floor_above_a_plan_cpsat_finds_is_refused():
     # no warm start to compare with: the section-5 model's plan, 40 ns under 5b, shows it
     with pytest.raises(UsageError, match="floor_ns 41 is above"):
