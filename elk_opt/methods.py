@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from elk_opt.errors import UsageError
+from elk_opt.evaluate import ProgramError, evaluate
 from elk_opt.problem import ExecOrder, Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
 
@@ -82,17 +83,27 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None) 
 
 def check_floor(options: SolveOptions) -> None:
     """Refuse a given floor that is no lower bound on its face: negative, not an integer, or
-    above the warm start's makespan."""
+    above the warm start's makespan under the options' timing (a start of another timing is
+    timed again: the method starts from that timing of it)."""
     floor = options.floor_ns
     if floor is None:
         return
     if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
         raise UsageError(f"floor_ns must be a whole number of ns >= 0, got {floor!r}")
     warm = options.warm_plan
-    if warm is not None and warm.claims is not None and warm.timing == options.timing \
-            and floor > warm.claims.makespan_ns:
-        raise UsageError(f"floor_ns {floor:,} is above the warm start's makespan "
-                         f"{warm.claims.makespan_ns:,} ns: it is not a lower bound")
+    if warm is None:
+        return
+    if warm.claims is not None and warm.timing == options.timing:
+        makespan = warm.claims.makespan_ns
+    else:
+        try:
+            makespan = evaluate(warm.instance, warm.choice, warm.program, warm.release_ns,
+                                timing=options.timing).makespan_ns
+        except ProgramError:
+            return  # no start to compare with: the method says so itself
+    if floor > makespan:
+        raise UsageError(f"floor_ns {floor:,} is above the warm start's makespan {makespan:,} ns "
+                         f"under {options.timing}: it is not a lower bound")
 
 
 def with_exec_order(method: str, options: SolveOptions) -> SolveOptions:

@@ -196,9 +196,6 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     n = len(pairs)
     search = _Search(instance, pairs, options.warm_plan, timing)
     start_makespan = search.inc.schedule.makespan_ns
-    if options.floor_ns is not None and options.floor_ns > start_makespan:
-        raise UsageError(f"floor_ns {options.floor_ns:,} is above the start plan's makespan "
-                         f"{start_makespan:,} ns under {timing}: it is not a lower bound")
     deadline = None if options.time_limit_s is None else started + options.time_limit_s
     layers, window_time, width = knobs["layers"], float(knobs["window_time"]), knobs["width"]
     passes = windows_solved = dry = 0
