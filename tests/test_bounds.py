@@ -10,6 +10,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from elk_opt.bounds import fluid_sram
 from elk_opt.bounds.cheap import best_cheap_bound, cheap_bounds
 from elk_opt.bounds.fluid import fluid_bound, representatives
 from elk_opt.bounds.fluid_layers import fluid_layers_bound
@@ -179,7 +180,7 @@ def test_shared_noc_bounds_never_exceed_the_exhaustive_5b_optimum(instance):
         assert bound <= best.makespan_ns, name
 
 
-def test_the_fluid_bound_with_sram_charges_a_load_that_overlaps_an_execute():
+def test_the_fluid_bound_with_sram_charges_a_load_that_overlaps_an_execute(monkeypatch):
     # Each op holds 60 of 100 B while it waits or runs, so P1 cannot be pending at E0: the
     # optimum is 40 (P0 E0 P1 E1, nothing overlaps). The fluid LP overlaps P1 with E0 (30);
     # with R5, the part of P1 beside E0 makes op1 pending there, charged its fraction done:
@@ -187,11 +188,30 @@ def test_the_fluid_bound_with_sram_charges_a_load_that_overlaps_an_execute():
     instance = tiny_instance([(10, 60, 10, 60, 0), (10, 60, 10, 60, 0)])
     assert enumerate_optimum(instance).makespan_ns == 40
     # Charged whole (the MIP), any progress of P1 before E1 starts makes op1 pending at E0,
-    # which R5 forbids: P1 runs after E0, and the bound is the optimum.
+    # which R5 forbids: P1 runs after E0, and the bound is the optimum. The rounded R5 row
+    # (divisor 60: floor(60 / 60) f <= floor((100 - 60) / 60) = 0) says the same in the LP.
     for timing in TIMINGS:
         assert fluid_bound(instance, timing).bound_ns == 30
-        assert fluid_sram_bound(instance, timing).bound_ns == 34
+        assert fluid_sram_bound(instance, timing).bound_ns == 40
         assert fluid_milp_bound(instance, timing).bound_ns == 40
+    monkeypatch.setattr(fluid_sram, "MAX_DIVISORS", 0)
+    for timing in TIMINGS:
+        assert fluid_sram_bound(instance, timing).bound_ns == 34
+
+
+def test_rounded_r5_rows_count_pending_loads_whole(monkeypatch):
+    # E0 runs 60 ns holding 30 of 100 B; ops 1 and 2 each load 40 B in 30 ns. Beside E0 one
+    # load can be pending (30 + 2 x 40 > 100): P1 during E0, the HBM idle until E0 ends,
+    # then P2: 91 ns. The LP's R5 row lets 1.75 loads be pending at E0, P2 three quarters
+    # done beside it: 69 ns. The rounded row (divisor 40) allows floor(70 / 40) = 1: the
+    # optimum.
+    instance = tiny_instance([(0, 0, 60, 30, 0), (30, 40, 1, 40, 0), (30, 40, 1, 40, 0)])
+    assert enumerate_optimum(instance).makespan_ns == 91
+    for timing in TIMINGS:
+        assert fluid_sram_bound(instance, timing).bound_ns == 91
+    monkeypatch.setattr(fluid_sram, "MAX_DIVISORS", 0)
+    for timing in TIMINGS:
+        assert fluid_sram_bound(instance, timing).bound_ns == 69
 
 
 @settings(max_examples=40)

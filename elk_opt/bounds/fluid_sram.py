@@ -29,6 +29,16 @@ all of whose columns are 0), these satisfy:
   positive only if j is pending at k, and at most lambda[j, a], so the row is implied by R5.
   Pending loads outside the band, and loads of pairs that move no data, are not charged
   (dropping a charge only relaxes).
+- rounded R5 at k, per divisor D (the distinct preload spaces of at least SRAM_SHARE of the
+  SRAM, the MAX_DIVISORS largest): sum over the same j and a of
+  floor(space_a / D) (F[j, a, k + 1] - wz[j, a, k + 1]) <= sum over k's pairs c of
+  floor((sram - held_c) / D) lambda[k, c]. For the plan, with k's pair c: each term's
+  fraction is at most the 0/1 "j pending at k with pair a", and the floors of the pending
+  spaces sum to at most the floor of their sum, which R5 keeps within sram - held_c. These
+  are Chvatal-Gomory cuts of R5 over the pending indicators. The LP's R5 row lets a pending
+  load count the fraction done: 2.47 loads of 131,072 B beside a 314,480 B execute, where a
+  plan pends 2. On OPT-30B b64 KV4096 under `bsp` they raise the bound 3.1% (BENCHMARKS.md,
+  "Rounded R5 rows").
 Every row holds for the true plan and the objective is the fluid LP's, at most the makespan,
 so the optimum is a lower bound. The band is sparsity only: work before it stays in one
 column. Pairs are kept when no other is at least as good in every number the LP uses (times,
@@ -45,6 +55,8 @@ from elk_opt.bounds.periodic import solve_fluid, solved_ops
 from elk_opt.problem import Instance, Timing
 
 DEFAULT_BAND = 24
+SRAM_SHARE = 1 / 20  # smallest divisor of the rounded R5 rows, as a share of the SRAM
+MAX_DIVISORS = 8  # rounded R5 rows per execute at most, the largest divisors kept
 
 
 @dataclass(frozen=True)
@@ -157,6 +169,7 @@ def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Tim
             for a, f, wz in pairs:
                 charged[k][f] = costs[j][a].load_space / sram
                 charged[k][wz] = -costs[j][a].load_space / sram
+    _rounded_r5(model, costs, progress, sram_bytes)
     for k in range(n):
         row = dict(charged[k])
         for a, c in enumerate(costs[k]):
@@ -190,3 +203,29 @@ def _whole_charges(model: FluidModel, costs: list[list[SpacedCost]],
                 **{model.pick[j][a]: -costs[j][a].load_space / sram for a, _f, _wz in pairs}},
                -most, float("inf"))
         charged[k][charge] = 1.0
+
+
+def _rounded_r5(model: FluidModel, costs: list[list[SpacedCost]],
+                progress: dict[tuple[int, int], list[tuple[int, int, int]]],
+                sram_bytes: int) -> None:
+    """The rounded R5 rows of the module docstring, one per execute and divisor."""
+    spaces = {c.load_space for cs in costs for c in cs if c.load > 0}
+    divisors = sorted((d for d in spaces if d >= SRAM_SHARE * sram_bytes),
+                      reverse=True)[:MAX_DIVISORS]
+    pending: dict[int, list[tuple[int, list[tuple[int, int, int]]]]] = {}
+    for (j, k), pairs in progress.items():
+        pending.setdefault(k, []).append((j, pairs))
+    for k, loads in sorted(pending.items()):
+        for d in divisors:
+            row: dict[int, float] = {}
+            for j, pairs in loads:
+                for a, f, wz in pairs:
+                    units = costs[j][a].load_space // d
+                    if units:
+                        row[f] = row.get(f, 0.0) + units
+                        row[wz] = row.get(wz, 0.0) - units
+            if not row:
+                continue
+            for c, cost in enumerate(costs[k]):
+                row[model.pick[k][c]] = -float((sram_bytes - cost.held_space) // d)
+            model.lp.row(row, float("-inf"), 0.0)
