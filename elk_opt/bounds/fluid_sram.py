@@ -38,7 +38,8 @@ all of whose columns are 0), these satisfy:
   are Chvatal-Gomory cuts of R5 over the pending indicators. The LP's R5 row lets a pending
   load count the fraction done: 2.47 loads of 131,072 B beside a 314,480 B execute, where a
   plan pends 2. On OPT-30B b64 KV4096 under `bsp` they raise the bound 3.1% (BENCHMARKS.md,
-  "Rounded R5 rows").
+  "Rounded R5 rows"). More divisors (every space down to a fiftieth of the SRAM, or the free
+  space after each held layout divided by 1-4) gave the same bound on its two-layer slice.
 Every row holds for the true plan and the objective is the fluid LP's, at most the makespan,
 so the optimum is a lower bound. The band is sparsity only: work before it stays in one
 column. Pairs are kept when no other is at least as good in every number the LP uses (times,
