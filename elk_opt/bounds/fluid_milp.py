@@ -62,11 +62,13 @@ def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | N
     h = model.lp.highs(time_limit_s, threads, model.integers)
     dual, complete = _relaxation_if_whole(h, model.integers)
     if dual is None:
-        h.setOptionValue("solve_relaxation", False)
+        # a new HiGHS for the branch and bound: run on the object that has just solved the
+        # relaxation, HiGHS 1.16 can claim an optimum below that relaxation (Llama2-13B b32
+        # KV4096, two layers: 538,040 ns against 554,132; solved afresh, 554,164)
+        left = None if time_limit_s is None else max(0.0, time_limit_s - (time.perf_counter()
+                                                                           - started))
+        h = model.lp.highs(left, threads, model.integers)
         h.setOptionValue("mip_rel_gap", 0.0)
-        if time_limit_s is not None:
-            h.setOptionValue("time_limit", max(0.0, time_limit_s - (time.perf_counter()
-                                                                     - started)))
         if run_interruptible(h):
             raise KeyboardInterrupt
         status = h.getModelStatus()
