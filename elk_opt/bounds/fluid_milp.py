@@ -19,8 +19,8 @@ objective is the fluid LP's, so the program's optimum bounds the makespan from b
 does any bound on it: HiGHS's dual bound, when the time limit stops the search, is still one.
 
 The LP's rounded R5 rows stay in: they hold at every point of the program, and they are cuts
-HiGHS would otherwise have to find (OPT-30B b64 KV4096, two layers: 1,327,248 ns in 100 s
-with them, 1,313,202 without; BENCHMARKS.md, "Rounded R5 rows").
+HiGHS would otherwise have to find (OPT-30B b64 KV4096, two layers: 1,324,102 ns in 100 s
+with them, 1,312,026 without; BENCHMARKS.md, "Rounded R5 rows").
 
 The integers make it strong where a blend of pairs or a fraction of a load is what the LP
 leans on (execute-bound layers choosing between fast pairs and small ones), and slow: it is
