@@ -40,7 +40,6 @@ from elk_opt.bounds.fluid_sram import DEFAULT_BAND, build_fluid_sram, spaced_cos
 from elk_opt.problem import Instance, Timing
 from formulations.highs_run import run_interruptible
 
-WHOLE = 1e-9  # a 0/1 column of the relaxation this close to 0 or 1 counts as whole
 STOPPED = (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kInterrupt,
            highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kIterationLimit)
 
@@ -59,22 +58,19 @@ def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | N
         return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
     model = build_fluid_sram(costs, instance.chip.sram_bytes, timing, band, max_classes,
                              whole=True)
-    h = model.lp.highs(time_limit_s, threads, model.integers)
-    dual, complete = _relaxation_if_whole(h, model.integers)
-    if dual is None:
-        # a new HiGHS for the branch and bound: run on the object that has just solved the
-        # relaxation, HiGHS 1.16 can claim an optimum below that relaxation (Llama2-13B b32
-        # KV4096, two layers: 538,040 ns against 554,132; solved afresh, 554,164)
-        left = None if time_limit_s is None else max(0.0, time_limit_s - (time.perf_counter()
-                                                                           - started))
-        h = model.lp.highs(left, threads, model.integers)
-        h.setOptionValue("mip_rel_gap", 0.0)
-        if run_interruptible(h):
-            raise KeyboardInterrupt
-        status = h.getModelStatus()
-        complete = status == highspy.HighsModelStatus.kOptimal
-        if complete or status in STOPPED:
-            dual = h.getInfo().mip_dual_bound
+    # branch and bound straight away, on a HiGHS that has solved nothing before: run after a
+    # solve of the relaxation on the same object (to skip branching when the relaxation comes
+    # out whole), HiGHS 1.16 claimed an optimum below that relaxation (Llama2-13B b32 KV4096,
+    # two layers: 538,040 ns against 554,132; solved afresh, 554,164)
+    left = None if time_limit_s is None else max(0.0, time_limit_s - (time.perf_counter()
+                                                                       - started))
+    h = model.lp.highs(left, threads, model.integers)
+    h.setOptionValue("mip_rel_gap", 0.0)
+    if run_interruptible(h):
+        raise KeyboardInterrupt
+    status = h.getModelStatus()
+    complete = status == highspy.HighsModelStatus.kOptimal
+    dual = h.getInfo().mip_dual_bound if complete or status in STOPPED else None
     bound = None
     if dual is not None and math.isfinite(dual):
         # the dual bound comes from LPs solved to HiGHS's tolerances (1e-7 to 1e-6), whose
@@ -83,17 +79,3 @@ def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | N
     return FluidBound(bound, len(model.lp.cost), len(model.lp.row_lower), len(model.reps),
                       time.perf_counter() - started, complete=complete)
 
-
-def _relaxation_if_whole(h: highspy.Highs, integers: list[int]) -> tuple[float | None, bool]:
-    """Solve the program's LP relaxation: (its optimum, True) when every 0/1 column came out
-    whole, which makes it the program's optimum too (the calibration layer: 0.4 s instead of
-    branch and bound's 0.9); (None, False) otherwise, or if it did not finish."""
-    h.setOptionValue("solve_relaxation", True)
-    if run_interruptible(h):
-        raise KeyboardInterrupt
-    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
-        return None, False
-    values = h.getSolution().col_value
-    if any(min(abs(values[c]), abs(values[c] - 1.0)) > WHOLE for c in integers):
-        return None, False
-    return h.getInfo().objective_function_value, True
