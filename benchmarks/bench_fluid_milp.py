@@ -42,12 +42,17 @@ def instances(configs: str, cost_model: str) -> list[tuple[str, Instance]]:
     return out
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--configs", default=DEFAULT_CONFIGS)
+def slice_arguments(doc: str, configs: str) -> argparse.ArgumentParser:
+    """The options of a benchmark over `instances`: configurations, cost model, limit."""
+    ap = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    ap.add_argument("--configs", default=configs)
     ap.add_argument("--cost-model", default="elk-paper")
     ap.add_argument("--time-limit", type=float, default=120.0, help="per bound, seconds")
-    args = ap.parse_args()
+    return ap
+
+
+def main() -> None:
+    args = slice_arguments(__doc__, DEFAULT_CONFIGS).parse_args()
     print(f"machine: {platform.machine()}, {platform.python_version()}, "
           f"cost model {args.cost_model}, one thread, time limit {args.time_limit:g} s")
     print("| instance | ops | fluid-sram ns | fluid-milp ns | MIP adds | MIP wall s | finished "

@@ -244,7 +244,7 @@ def simulate(plan: Plan, *, sharing: str = "full", chip: Chip | str | None = Non
 
 def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops: int = 2000,
           fluid_time_s: float = 120.0, fluid_sram_max_ops: int = 600,
-          fluid_milp_max_ops: int = 100, window: int = 12,
+          fluid_milp_max_ops: int = 100, fluid_contiguous_max_ops: int = 50, window: int = 12,
           window_time_s: float = 2.0, layers: int = 1, layers_time_s: float = 10.0,
           lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
           progress: bool = False, exec_order: ExecOrder = "instance") -> dict[str, Any]:
@@ -255,18 +255,21 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops:
     Ideal (any execution order), the HBM and port cuts (linear), the fluid LP (up to
     `fluid_max_ops` ops, `fluid_time_s`), the fluid LP with SRAM (up to `fluid_sram_max_ops`
     ops, the same time) and its MIP, pairs and pending loads whole (up to
-    `fluid_milp_max_ops` ops, the same time), the LP relaxation (up to `lp_max_ops` ops,
-    `lp_time_s`), the window bound (`window` ops per window, 0 to skip; `window_time_s` of
-    CP-SAT each) and the layer windows under `timing` (`layers` decoder layers each, 0 to skip;
-    `layers_time_s` of CP-SAT per distinct window); each row says for which timings and
-    execution orders it holds. `progress`: say on stderr which bound runs, and each window's.
+    `fluid_milp_max_ops` ops, the same time) and that MIP with one load running at each
+    execute start (up to `fluid_contiguous_max_ops` ops, the same time), the LP relaxation
+    (up to `lp_max_ops` ops, `lp_time_s`), the window bound (`window` ops per window, 0 to
+    skip; `window_time_s` of CP-SAT each) and the layer windows under `timing` (`layers`
+    decoder layers each, 0 to skip; `layers_time_s` of CP-SAT per distinct window); each row
+    says for which timings and execution orders it holds. `progress`: say on stderr which
+    bound runs, and each window's.
     `exec_order="free"`: only the bounds that hold for every execution order (R2).
     """
     from elk_opt.bounds.run_all import lower_bounds
 
     return lower_bounds(instance, timing=timing, fluid_max_ops=fluid_max_ops,
                         fluid_time_s=fluid_time_s, fluid_sram_max_ops=fluid_sram_max_ops,
-                        fluid_milp_max_ops=fluid_milp_max_ops, window=window,
+                        fluid_milp_max_ops=fluid_milp_max_ops,
+                        fluid_contiguous_max_ops=fluid_contiguous_max_ops, window=window,
                         window_time_s=window_time_s, layers=layers, layers_time_s=layers_time_s,
                         lp_max_ops=lp_max_ops, lp_time_s=lp_time_s, threads=threads,
                         progress=progress, exec_order=exec_order)

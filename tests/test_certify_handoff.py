@@ -142,7 +142,8 @@ def _bound_rounds(monkeypatch) -> list[dict]:
     return rounds
 
 
-def test_on_instances_cpsat_solves_whole_the_layer_windows_wait_for_round_two(monkeypatch):
+def test_on_instances_cpsat_solves_whole_the_layer_windows_and_the_contiguous_mip_wait(
+        monkeypatch):
     rounds = _bound_rounds(monkeypatch)
     # solvers that find nothing: the gap stays open, so a second round comes
     monkeypatch.setattr(search_module, "_plan_round", lambda *_args, **_kwargs: False)
@@ -150,7 +151,10 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_wait_for_round_two(mo
     with Worker() as worker:
         doc = certify(instance, time_limit_s=8, threads=1, worker=worker)
     assert len(rounds) >= 2 and rounds[0]["layers"] == 0 and "layers" not in rounds[1]
-    assert "layers1" in {b["name"] for b in doc["bounds"]}
+    assert rounds[0]["fluid_contiguous_max_ops"] == 0
+    # round two solves what round one did not, and not again the MIP round one finished
+    assert "fluid_contiguous_max_ops" not in rounds[1] and rounds[1]["fluid_milp_max_ops"] == 0
+    assert {"layers1", "fluid-milp", "fluid-contiguous"} <= {b["name"] for b in doc["bounds"]}
 
 
 def test_above_what_cpsat_solves_whole_the_first_round_has_the_layer_windows(monkeypatch):

@@ -190,8 +190,9 @@ def test_bound_and_solve_commands(tmp_path, capsys):
                  "separate-noc", "--layers-time", "1", "-o", str(out)]) == 0
     bounds = json.loads(out.read_text())
     assert {b["bound"] for b in bounds["bounds"]} == {"ideal", "hbm-cut", "fluid",
-                                                      "fluid-sram", "fluid-milp", "lp",
-                                                      "window4", "layers1", "fluid-layers"}
+                                                      "fluid-sram", "fluid-milp",
+                                                      "fluid-contiguous", "lp", "window4",
+                                                      "layers1", "fluid-layers"}
     assert bounds["best"]["ns"] <= claims["makespan_ns"]
     assert "best" in capsys.readouterr().out
     assert main(["solve", str(inst), "--method", "ilp", "--param", "nonsense=1",

@@ -187,6 +187,9 @@ class FluidModel:
     timing: Timing
     phases: list[list[int]] = field(default_factory=list)
     integers: list[int] = field(default_factory=list)  # columns that are 0 or 1 (a MIP)
+    # (op j, interval b): the columns of j's fraction of load done by S_b, one per pair
+    # (elk_opt.bounds.fluid_sram tracks them; elk_opt.bounds.contiguous reads them)
+    fractions: dict[tuple[int, int], list[int]] = field(default_factory=dict)
 
     def load_class(self, c: PairCost) -> int:
         return _class_of(c.load_demand if self.timing == "shared-noc" else 0, self.reps)

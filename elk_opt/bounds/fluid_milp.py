@@ -35,6 +35,7 @@ import time
 
 import highspy
 
+from elk_opt.bounds.contiguous import add_one_load_running
 from elk_opt.bounds.fluid import FluidBound
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, build_fluid_sram, spaced_costs
 from elk_opt.problem import Instance, Timing
@@ -46,10 +47,11 @@ STOPPED = (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kInterr
 
 def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
                      band: int = DEFAULT_BAND, max_classes: int = 16,
-                     threads: int = 1) -> FluidBound:
-    """The program's bound (module docstring), loads tracked `band` intervals back. Stopped
-    by `time_limit_s`, the best dual bound so far (`complete` False); None if not even the
-    root relaxation was solved."""
+                     threads: int = 1, contiguous: bool = False) -> FluidBound:
+    """The program's bound (module docstring), loads tracked `band` intervals back;
+    `contiguous`: with one load running at each execute start (elk_opt.bounds.contiguous).
+    Stopped by `time_limit_s`, the best dual bound so far (`complete` False); None if not
+    even the root relaxation was solved."""
     if band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
     started = time.perf_counter()
@@ -58,6 +60,8 @@ def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | N
         return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
     model = build_fluid_sram(costs, instance.chip.sram_bytes, timing, band, max_classes,
                              whole=True)
+    if contiguous:
+        add_one_load_running(model)
     # branch and bound straight away, on a HiGHS that has solved nothing before: run after a
     # solve of the relaxation on the same object (to skip branching when the relaxation comes
     # out whole), HiGHS 1.16 claimed an optimum below that relaxation (Llama2-13B b32 KV4096,

@@ -135,9 +135,12 @@ def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Tim
                 continue
             k = model.load_class(c)
             before = lp.column(anchor=j) if first > 0 else None  # the fraction done before the band
+            if before is not None:
+                model.fractions.setdefault((j, first - 1), []).append(before)
             previous = before
             for b in range(first, j + 1):
                 f = lp.column(anchor=j)
+                model.fractions.setdefault((j, b), []).append(f)
                 if b == j:
                     lp.row({f: 1.0, model.pick[j][a]: -1.0}, 0.0, 0.0)
                 step = {f: 1.0} if previous is None else {f: 1.0, previous: -1.0}

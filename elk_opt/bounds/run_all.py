@@ -16,6 +16,8 @@ only slows); the port bounds need the shared port.
   are summed (elk_opt.bounds.periodic);
 - fluid-milp: that LP with each op's pair and each pending load whole (0/1 columns,
   elk_opt.bounds.fluid_milp), a HiGHS MIP, up to `fluid_milp_max_ops` ops;
+- fluid-contiguous: that MIP with one load running at each execute start (a load, once
+  started, runs to its end: elk_opt.bounds.contiguous), up to `fluid_contiguous_max_ops` ops;
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
   (elk_opt.bounds.window); sees SRAM;
@@ -54,6 +56,8 @@ from elk_opt.errors import UsageError
 from elk_opt.problem import DEFAULT_TIMING, ExecOrder, Instance, Timing
 from formulations.fluid_floor import FLUID_MILP_MAX_OPS
 
+FLUID_CONTIGUOUS_MAX_OPS = 50  # a decoder layer: the MIP takes seconds to a minute there
+
 if TYPE_CHECKING:  # the solvers load only when a bound needs them
     from elk_opt.bounds.fluid import FluidBound
 
@@ -67,6 +71,7 @@ class _Limits:
     fluid_time_s: float
     fluid_sram_max_ops: int
     fluid_milp_max_ops: int
+    fluid_contiguous_max_ops: int
     window: int
     window_time_s: float
     layers: int
@@ -131,17 +136,28 @@ def _fluid_sram(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
 
 
 def _fluid_milp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    return _milp(instance, lim, contiguous=False)
+
+
+def _fluid_contiguous(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    return _milp(instance, lim, contiguous=True)
+
+
+def _milp(instance: Instance, lim: _Limits, contiguous: bool) -> dict[str, Any] | None:
     n = len(instance.ops)
-    if n > lim.fluid_milp_max_ops:
+    if n > (lim.fluid_contiguous_max_ops if contiguous else lim.fluid_milp_max_ops):
         return None
     from elk_opt.bounds.fluid_milp import fluid_milp_bound
     from elk_opt.bounds.fluid_sram import DEFAULT_BAND
-    lim.say(f"fluid MIP with SRAM of {n} ops...")
+    what = "one load running at each execute start" if contiguous else "SRAM"
+    lim.say(f"fluid MIP with {what} of {n} ops...")
     started = time.perf_counter()
     fb = fluid_milp_bound(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
-                          threads=lim.threads)
-    return _fluid_row("fluid-milp", started, fb, lim, f"{fb.columns:,} columns ({n} ops' pairs "
-                      f"and pending loads 0/1), {fb.rows:,} rows", band=DEFAULT_BAND)
+                          threads=lim.threads, contiguous=contiguous)
+    detail = f"{fb.columns:,} columns ({n} ops' pairs and pending loads 0/1"
+    detail += ", loads started and finished 0/1)" if contiguous else ")"
+    return _fluid_row("fluid-contiguous" if contiguous else "fluid-milp", started, fb, lim,
+                      f"{detail}, {fb.rows:,} rows", band=DEFAULT_BAND)
 
 
 def _lp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
@@ -226,7 +242,7 @@ def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
 
 
 HEAVY: tuple[Callable[[Instance, _Limits], Any], ...] = (
-    _fluid, _fluid_sram, _fluid_milp, _lp, _window, _layers)
+    _fluid, _fluid_sram, _fluid_milp, _fluid_contiguous, _lp, _window, _layers)
 
 
 MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not started
@@ -288,10 +304,10 @@ def recompute(instance: Instance, timing: Timing, name: str, params: dict[str, A
         from elk_opt.bounds.fluid_sram import fluid_sram_bound
         return fluid_sram_bound(instance, timing, params.get("time_limit_s"),
                                 params["band"]).bound_ns
-    if name == "fluid-milp":
+    if name in ("fluid-milp", "fluid-contiguous"):
         from elk_opt.bounds.fluid_milp import fluid_milp_bound
-        return fluid_milp_bound(instance, timing, params.get("time_limit_s"),
-                                params["band"]).bound_ns
+        return fluid_milp_bound(instance, timing, params.get("time_limit_s"), params["band"],
+                                contiguous=name == "fluid-contiguous").bound_ns
     if name == "lp":
         from formulations.ilp import lp_bound
         return lp_bound(instance, params.get("time_limit_s"))
@@ -327,6 +343,7 @@ def _layer_windows(instance: Instance, timing: Timing, params: dict[str, Any],
 def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  fluid_max_ops: int = 2000, fluid_time_s: float = 120.0,
                  fluid_sram_max_ops: int = 600, fluid_milp_max_ops: int = FLUID_MILP_MAX_OPS,
+                 fluid_contiguous_max_ops: int = FLUID_CONTIGUOUS_MAX_OPS,
                  window: int = 12, window_time_s: float = 2.0, layers: int = 1,
                  layers_time_s: float = 10.0,
                  lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
@@ -337,7 +354,8 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
 
     The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`, the fluid LP with
     SRAM up to `fluid_sram_max_ops` ops within the same time limit, and so does its MIP up to
-    `fluid_milp_max_ops` ops; `window` ops per
+    `fluid_milp_max_ops` ops and the MIP with one load running at each execute start up to
+    `fluid_contiguous_max_ops`; `window` ops per
     window (0 skips the window bound), `window_time_s` of CP-SAT per window; `layers` decoder
     layers per layer window (0 skips them), `layers_time_s` of CP-SAT per distinct one; the
     LP relaxation
@@ -351,13 +369,16 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
-            or fluid_sram_max_ops < 0 or fluid_milp_max_ops < 0 or layers < 0 or layers_time_s <= 0
+            or fluid_sram_max_ops < 0 or fluid_milp_max_ops < 0 or fluid_contiguous_max_ops < 0
+            or layers < 0 or layers_time_s <= 0
             or (time_budget_s is not None and not time_budget_s >= 0)):
         raise UsageError("window, layers, lp_max_ops, fluid_max_ops, fluid_sram_max_ops, "
-                         "fluid_milp_max_ops and time_budget_s must be >= 0 and "
+                         "fluid_milp_max_ops, fluid_contiguous_max_ops and time_budget_s must "
+                         "be >= 0 and "
                          "window_time_s, layers_time_s, lp_time_s, fluid_time_s, threads "
                          "positive")
     lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, fluid_milp_max_ops,
+                  fluid_contiguous_max_ops,
                   window, window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
                   progress)
     rows: list[dict[str, Any]] = []

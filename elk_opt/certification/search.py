@@ -10,11 +10,13 @@ runs the solver phases in a process of their own):
    its own time limit, so one cut short hands back its best plan so far;
 3. rounds until the gap closes, the time is up, or nothing is left to try: the solver-backed
    bounds of `run_all.lower_bounds` within FIRST_BOUND_SHARE of what is left (again in a later
-   round, within BOUND_SHARE, only if one of them ran out of time, then with twice the time
-   per window; on instances CP-SAT solves whole, the layer windows wait for the second
-   round: their CP-SAT relaxations of the same model cost the first round most of its time
-   and CP-SAT's own search bounds tighter, as on the calibration layer, 26 s of windows to
-   192,562 ns where CP-SAT proves the optimum, 193,466 ns, in 8), then CP-SAT
+   round, within BOUND_SHARE, if one of them ran out of time or was deferred, with twice the
+   time per window and without the LPs and MIPs that finished, SOLVED_ONCE; on instances
+   CP-SAT solves whole, the layer windows wait for the second round: their CP-SAT
+   relaxations of the same model cost the first round most of its time and CP-SAT's own
+   search bounds tighter, as on the calibration layer, 26 s of windows to 192,562 ns where
+   CP-SAT proves the optimum, 193,466 ns, in 8; so does the fluid MIP with one load running,
+   17-32 s on a Gemma2-27B b64 KV4096 layer, a fifth of a 150 s budget), then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order, or every order when the plan given executes in
    another: then CP-SAT solves over every order and polish, instance-order only, sits out)
@@ -55,6 +57,11 @@ FIRST_BOUND_SHARE = 0.6
 CPSAT_SHARE = 0.5  # of what is left after the bounds, for CP-SAT's own limit
 POLISH_SHARE = 0.8  # of what is left then, for polish's own limit (it may overrun: see below)
 CPSAT_MAX_OPS = 200  # CP-SAT's model is quadratic in the ops: above this, polish alone
+# the bounds a finished solve gives again unchanged, and the limit of run_all.lower_bounds
+# that leaves each out of a later round
+SOLVED_ONCE = {"fluid": "fluid_max_ops", "fluid-sram": "fluid_sram_max_ops",
+               "fluid-milp": "fluid_milp_max_ops", "fluid-contiguous": "fluid_contiguous_max_ops",
+               "lp": "lp_max_ops"}
 MIN_PHASE_S = 0.5  # a phase with less time than this is not started
 GRACE_S = 1.0  # past the budget before a solver phase's process is ended
 MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
@@ -78,7 +85,7 @@ class Found:
     started: float = field(default_factory=time.perf_counter)
     stopped: str = "running"
     cut: bool = False  # whether a phase was cut short or not started for lack of time
-    layers_deferred: bool = False  # the layer windows were left to a later bound round
+    deferred: bool = False  # the layer windows and the contiguous MIP wait for a later round
 
     @property
     def plan(self) -> Plan:
@@ -242,7 +249,7 @@ def search(instance: Instance, found: Found, *, progress: bool = False,
         gained = _bound_round(instance, found, worker, rounds, progress)
         gained = _plan_round(instance, found, options, worker, progress) or gained
         if len(found.phases) == ran or not (gained or _bounds_could_grow(found)
-                                            or found.layers_deferred):
+                                            or found.deferred):
             found.stopped = "time limit" if found.cut else "nothing left to try"
             break
     if found.stopped == "running":
@@ -313,7 +320,7 @@ def _bounds_could_grow(found: Found) -> bool:
 
 def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
                  progress: bool) -> bool:
-    if round_ > 1 and not (_bounds_could_grow(found) or found.layers_deferred):
+    if round_ > 1 and not (_bounds_could_grow(found) or found.deferred):
         return False
     target = found.given if found.given is not None else found.best
     if target is not None and exec_order(target) != "instance":
@@ -325,9 +332,13 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     started = time.perf_counter()
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress}
-    found.layers_deferred = round_ == 1 and len(instance.ops) <= CPSAT_MAX_OPS
-    if found.layers_deferred:
+    for name, limit in SOLVED_ONCE.items():  # a later round: what finished gives the same
+        if found.bounds.get(name, {}).get("status") == "complete":
+            args[limit] = 0
+    found.deferred = round_ == 1 and len(instance.ops) <= CPSAT_MAX_OPS
+    if found.deferred:
         args["layers"] = 0
+        args["fluid_contiguous_max_ops"] = 0
     try:
         _starting(found, f"the solver-backed bounds, up to {budget:.0f} s", progress)
         report = _call(found, worker, Task("bounds", instance, args), found.hard_deadline())

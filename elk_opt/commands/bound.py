@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 
-from elk_opt.bounds.run_all import lower_bounds
+from elk_opt.bounds.run_all import FLUID_CONTIGUOUS_MAX_OPS, lower_bounds
 from elk_opt.commands.flags import (
     add_exec_order,
     add_quiet,
@@ -44,6 +44,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="skip the fluid MIP with SRAM (pairs and pending loads whole) above "
                         f"this many ops (default {FLUID_MILP_MAX_OPS}; it shares --fluid-time, "
                         "and stopped by it still gives a bound)")
+    p.add_argument("--fluid-contiguous-max-ops", type=nonnegative_int,
+                   default=FLUID_CONTIGUOUS_MAX_OPS, metavar="N",
+                   help="skip the fluid MIP with one load running at each execute start above "
+                        f"this many ops (default {FLUID_CONTIGUOUS_MAX_OPS}; it shares "
+                        "--fluid-time)")
     p.add_argument("--window", type=nonnegative_int, default=12, metavar="N",
                    help="ops per window of the window bound (0: skip it; default 12)")
     p.add_argument("--window-time", type=positive_float, default=2.0, metavar="S",
@@ -70,7 +75,9 @@ def run(args: argparse.Namespace) -> int:
     report = lower_bounds(instance, timing=args.timing, fluid_max_ops=args.fluid_max_ops,
                           fluid_time_s=args.fluid_time,
                           fluid_sram_max_ops=args.fluid_sram_max_ops,
-                          fluid_milp_max_ops=args.fluid_milp_max_ops, window=args.window,
+                          fluid_milp_max_ops=args.fluid_milp_max_ops,
+                          fluid_contiguous_max_ops=args.fluid_contiguous_max_ops,
+                          window=args.window,
                           window_time_s=args.window_time, layers=args.layers,
                           layers_time_s=args.layers_time, lp_max_ops=args.lp_max_ops,
                           lp_time_s=args.lp_time, threads=args.threads,
