@@ -252,6 +252,18 @@ def test_one_load_running_at_each_execute_start_raises_the_fluid_mip():
     assert fluid_milp_bound(instance, "shared-noc", contiguous=True).bound_ns == 23
 
 
+def test_a_load_part_done_at_both_ends_of_an_execute_runs_through_it():
+    # One load, P3 (4 ns, 1000 permille), due before E3. Beside E0 and E2 (500 permille) it
+    # runs at half speed and slows neither; beside E1 (1000) both halve. The fluid MIP runs
+    # it beside E0 (1 ns of work) and E2 (3), and lets E1 run alone in between: 12 ns, the
+    # executes. A plan's load cannot stop: started in E0 it runs through E1 and slows it
+    # (14 ns); started after E1 it needs 1 ns alone after E2: 13, the optimum.
+    instance = port_instance([(0, 0, 2, 1), (0, 0, 2, 2), (0, 0, 6, 3), (4, 4, 2, 1)])
+    assert enumerate_shared_optimum(instance).makespan_ns == 13
+    assert fluid_milp_bound(instance, "shared-noc").bound_ns == 12
+    assert fluid_milp_bound(instance, "shared-noc", contiguous=True).bound_ns == 13
+
+
 @st.composite
 def port_chains(draw):
     """Four ops in a chain, each (load ns, load port ns, execute ns, execute port ns): the

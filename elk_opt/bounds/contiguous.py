@@ -1,24 +1,32 @@
-"""Loads that run without a break: at most one load is part-done at each execute start.
+"""Loads that run without a break: one load part-done at each execute start, at most.
 
 Rows for the fluid MIP (elk_opt.bounds.fluid_milp, notation of elk_opt.bounds.fluid_sram).
 Valid for every plan that executes in the instance's order, under either timing.
 
 In a plan a load, once started, runs to its end, and loads run one at a time on the HBM. So
-at each execute start S_b at most one load has started and not finished. The fluid LP and
-MIP count load work by demand class and let a class's work move between intervals freely,
-so several loads may be part-done at once: a load can pause while another runs beside an
-execute whose demand suits it better, and resume later. On the Elk artifact's calibration
-layer (48 ops, `bsp`) that is 249 of the 285 ns between the fluid MIP (193,181 ns) and the
-optimum CP-SAT proves (193,466 ns): with these rows the MIP gives 193,430.
+at each execute start S_b at most one load has started and not finished, and a load that is
+part-done at both ends of an interval runs through all of it. The fluid LP and MIP count
+load work by demand class and let a class's work move between intervals freely: a load can
+stop part-done while another runs beside an execute whose demand suits it better, or while
+an execute runs alone, and resume later. On the Elk artifact's calibration layer (48 ops,
+`bsp`) that is 249 of the 285 ns between the fluid MIP (193,181 ns) and the optimum CP-SAT
+proves (193,466 ns); on a Gemma2-27B b64 KV4096 layer (34 ops) all of the 1.27% between the
+fluid MIP and the optimum CP-SAT proves (667,853 ns).
 
 Per op j and execute start S_b where fluid_sram tracks j's load (b < j), with
 P[j, b] = sum over j's loading pairs a of F[j, a, b], the fraction of j's load done by S_b:
-two 0/1 columns, started[j, b] >= P[j, b] and finished[j, b] <= P[j, b], both
-non-decreasing in b; and per b, sum over j of (started[j, b] - finished[j, b]) <= 1. For a
-plan, started = [P > 0] and finished = [P = 1] satisfy them: a load with 0 < P < 1 has
-worked before S_b and has work left, so it is running at S_b, and only one load runs at a
-time. Loads shorter than MIN_LOAD_SHARE of the longest are left out (fewer rows only
-relax): they move little work, and each costs two more integers.
+- two 0/1 columns, started[j, b] >= P[j, b] and finished[j, b] <= P[j, b], both
+  non-decreasing in b; open[j, b] = started[j, b] - finished[j, b];
+- one load open at each S_b: sum over j of open[j, b] <= 1;
+- through[j, b] >= open[j, b - 1] + open[j, b] - 1 (a column >= 0), and in interval b
+  (from S_{b-1} to S_b, E<b-1> its execute) the execute's time alone, y, is at most
+  (longest run of op b - 1) x (1 - sum over j of through[j, b]).
+For a plan, started = [P > 0] and finished = [P = 1] satisfy them: a load with 0 < P < 1
+at S_b has worked before it and has work left, so it is running at S_b, and only one runs at
+a time; one open at S_{b-1} and at S_b runs through interval b, so E<b-1> is never alone
+there (y = 0), and otherwise y is at most the run. Loads shorter than MIN_LOAD_SHARE of the
+longest are left out (fewer rows only relax): they move little work, and each costs two
+more integers.
 
 The rows add nothing to the LP relaxation (started = finished = P meets them): the gain is
 all branch and bound's, so this is for one-layer slices, not for the LP bounds of whole
@@ -38,6 +46,7 @@ def add_one_load_running(model: FluidModel) -> None:
     longest = max((c.load for cs in model.costs for c in cs), default=0)
     running: dict[int, dict[int, float]] = {}  # per S_b: started - finished of every load
     last: dict[int, tuple[int, int]] = {}
+    spans: dict[int, list[int]] = {}  # per interval b: through[j, b] of every load
     for (j, b), fractions in sorted(model.fractions.items()):
         if b >= j or max(c.load for c in model.costs[j]) < MIN_LOAD_SHARE * longest:
             continue
@@ -49,7 +58,15 @@ def add_one_load_running(model: FluidModel) -> None:
             before_started, before_finished = last[j]
             lp.row({before_started: 1.0, started: -1.0}, float("-inf"), 0.0)
             lp.row({before_finished: 1.0, finished: -1.0}, float("-inf"), 0.0)
+            through = lp.column(anchor=j)
+            lp.row({through: 1.0, before_started: -1.0, before_finished: 1.0, started: -1.0,
+                    finished: 1.0}, -1.0, float("inf"))
+            spans.setdefault(b, []).append(through)
         last[j] = (started, finished)
         running.setdefault(b, {}).update({started: 1.0, finished: -1.0})
     for row in running.values():
         lp.row(row, float("-inf"), 1.0)
+    for b, throughs in spans.items():
+        longest_run = float(max(c.run for c in model.costs[b - 1]))
+        lp.row({**dict.fromkeys(model.solo[b], 1.0), **dict.fromkeys(throughs, longest_run)},
+               float("-inf"), longest_run)

@@ -186,6 +186,7 @@ class FluidModel:
     work: list[list[dict[int, float]]]
     timing: Timing
     phases: list[list[int]] = field(default_factory=list)
+    solo: list[list[int]] = field(default_factory=list)  # per interval: y, the execute alone
     integers: list[int] = field(default_factory=list)  # columns that are 0 or 1 (a MIP)
     # (op j, interval b): the columns of j's fraction of load done by S_b, one per pair
     # (elk_opt.bounds.fluid_sram tracks them; elk_opt.bounds.contiguous reads them)
@@ -224,6 +225,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
         lp.row(dict.fromkeys(row, 1.0), 1.0, 1.0)
     model = FluidModel(lp, costs, pick, reps, [], [], timing)
     phases: list[list[int]] = [[] for _ in range(n + 1)]
+    solo: list[list[int]] = [[] for _ in range(n + 1)]
 
     # work[b][k]: the class-k load work done in interval b, as {column: speed}
     work: list[list[dict[int, float]]] = [[{} for _ in reps] for _ in range(n)]
@@ -245,6 +247,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
             y = lp.column(1.0, b)  # y: the execute alone
             row = {y: 1.0}
             phases[b].append(y)
+            solo[b].append(y)
             if b < n:  # loads overlapping the last execute would be past every deadline
                 for k, rep in enumerate(reps):
                     x = lp.column(1.0, b)
@@ -267,7 +270,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
             backlog = lp.column(anchor=j)
             row[backlog] = -1.0
             lp.row(row, 0.0, 0.0)
-    model.alone, model.work, model.phases = alone, work, phases
+    model.alone, model.work, model.phases, model.solo = alone, work, phases, solo
     return model
 
 
