@@ -154,7 +154,8 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_and_the_contiguous_mi
     assert rounds[0]["fluid_contiguous_max_ops"] == 0
     # round two solves what round one did not, and not again the MIP round one finished
     assert "fluid_contiguous_max_ops" not in rounds[1] and rounds[1]["fluid_milp_max_ops"] == 0
-    assert {"layers1", "fluid-milp", "fluid-contiguous"} <= {b["name"] for b in doc["bounds"]}
+    assert {"layers1", "fluid-layers", "fluid-milp", "fluid-contiguous"} <= {
+        b["name"] for b in doc["bounds"]}
 
 
 def test_above_what_cpsat_solves_whole_the_first_round_has_the_layer_windows(monkeypatch):

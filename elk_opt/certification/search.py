@@ -58,10 +58,9 @@ CPSAT_SHARE = 0.5  # of what is left after the bounds, for CP-SAT's own limit
 POLISH_SHARE = 0.8  # of what is left then, for polish's own limit (it may overrun: see below)
 CPSAT_MAX_OPS = 200  # CP-SAT's model is quadratic in the ops: above this, polish alone
 # the bounds a finished solve gives again unchanged, and the limit of run_all.lower_bounds
-# that leaves each out of a later round
-SOLVED_ONCE = {"fluid": "fluid_max_ops", "fluid-sram": "fluid_sram_max_ops",
-               "fluid-milp": "fluid_milp_max_ops", "fluid-contiguous": "fluid_contiguous_max_ops",
-               "lp": "lp_max_ops"}
+# that leaves each out of a later round (not the fluid LP's: fluid-layers runs under it)
+SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
+               "fluid-contiguous": "fluid_contiguous_max_ops", "lp": "lp_max_ops"}
 MIN_PHASE_S = 0.5  # a phase with less time than this is not started
 GRACE_S = 1.0  # past the budget before a solver phase's process is ended
 MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
