@@ -267,7 +267,7 @@ def test_a_load_part_done_at_both_ends_of_an_execute_runs_through_it():
 @st.composite
 def port_chains(draw):
     """Four ops in a chain, each (load ns, load port ns, execute ns, execute port ns): the
-    shape of the example above, where the rows bind about once in three hundred draws."""
+    shape of the examples above, where the rows bind about once in three hundred draws."""
     specs = []
     for _ in range(4):
         load = draw(st.sampled_from([0, 2, 4, 6, 8, 10]))
@@ -367,14 +367,19 @@ def test_bound_command_reports_each_timing_s_bounds(tmp_path, capsys):
 
 
 def test_every_reported_bound_is_recomputed_from_its_params():
-    instance = load_instance(CALIBRATION)
-    for timing in TIMINGS:
-        report = lower_bounds(instance, timing=timing, window=4, window_time_s=5.0,
-                              layers=0, lp_max_ops=0)
-        for row in report["bounds"]:
-            assert row["status"] in ("complete", "time-limit"), row
-            if row["status"] == "complete":
-                assert recompute(instance, timing, row["bound"], row["params"]) == row["ns"]
+    # the calibration layer without the contiguous MIP (5 s a solve there), a port chain
+    # with it
+    chain = port_instance([(0, 0, 2, 1), (0, 0, 2, 2), (0, 0, 6, 3), (4, 4, 2, 1)])
+    for instance, contiguous in ((load_instance(CALIBRATION), 0), (chain, 50)):
+        for timing in TIMINGS:
+            report = lower_bounds(instance, timing=timing, window=4, window_time_s=5.0,
+                                  layers=0, lp_max_ops=0, fluid_contiguous_max_ops=contiguous)
+            assert ("fluid-contiguous" in {r["bound"] for r in report["bounds"]}) == bool(
+                contiguous)
+            for row in report["bounds"]:
+                assert row["status"] in ("complete", "time-limit"), row
+                if row["status"] == "complete":
+                    assert recompute(instance, timing, row["bound"], row["params"]) == row["ns"]
 
 
 def test_identical_layers_are_solved_once_and_counted_each_time():
