@@ -41,6 +41,7 @@ from elk_opt.orphans import die_with_parent
 
 EXECUTORS = ("local", "serial", "dask", "ray")
 CONNECT_TIMEOUT_S = 10  # to reach an existing cluster's scheduler
+MANAGER_JOIN_S = 10  # for a stopped local pool's manager thread, once its workers are gone
 
 
 @contextmanager
@@ -143,7 +144,11 @@ def _local(fn: Callable, items: list, workers: int) -> Iterator[tuple[Any, Any]]
 
 
 def _end(pool: ProcessPoolExecutor, workers: set[BaseProcess]) -> None:
-    """Stop a pool whose results are no longer wanted: its workers may be mid-solve."""
+    """Stop a pool whose results are no longer wanted: its workers may be mid-solve. Its
+    manager thread is joined too, which shutdown(wait=False) forgets: left running at exit,
+    it raced CPython's exit hook for the pool (an OSError traceback, Bad file descriptor,
+    after a SIGINT to a sweep in CI)."""
+    manager = pool._executor_manager_thread
     with stop_signals_held():
         pool.shutdown(wait=False, cancel_futures=True)
         for process in workers:
@@ -153,6 +158,8 @@ def _end(pool: ProcessPoolExecutor, workers: set[BaseProcess]) -> None:
             if process.is_alive():
                 process.kill()
                 process.join()
+        if manager is not None:
+            manager.join(MANAGER_JOIN_S)
 
 
 def _dask(fn: Callable, items: list, workers: int | None,
