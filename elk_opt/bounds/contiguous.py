@@ -44,11 +44,13 @@ def add_one_load_running(model: FluidModel) -> None:
     """The rows of the module docstring, over `model.fractions` (a fluid_sram model)."""
     lp = model.lp
     longest = max((c.load for cs in model.costs for c in cs), default=0)
+    tracked = {j for j, cs in enumerate(model.costs)
+               if max(c.load for c in cs) >= MIN_LOAD_SHARE * longest}
     running: dict[int, dict[int, float]] = {}  # per S_b: started - finished of every load
     last: dict[int, tuple[int, int]] = {}
     spans: dict[int, list[int]] = {}  # per interval b: through[j, b] of every load
     for (j, b), fractions in sorted(model.fractions.items()):
-        if b >= j or max(c.load for c in model.costs[j]) < MIN_LOAD_SHARE * longest:
+        if b >= j or j not in tracked:
             continue
         started, finished = lp.column(anchor=j), lp.column(anchor=j)
         model.integers += [started, finished]
