@@ -18,11 +18,13 @@ from elk_opt.certification.run import certify
 from elk_opt.certification.worker import Worker
 from elk_opt.errors import UsageError
 from elk_opt.frontend.synthetic import synthetic_instance
+from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from tests.test_exact_shared import contended_instances
 from tests.tiny import tiny_instance
+from verify import check
 
 SHARED = SolveOptions(threads=1, timing="shared-noc", time_limit_s=20)
 # Each op holds 60 of 100 B, so P1 cannot be pending at E0: the 5b optimum is 40 (the fluid
@@ -179,3 +181,27 @@ def test_a_polish_phase_record_says_what_its_moves_did():
         (params["windows_improved"] > 0)
     assert said != "; no move gained"
     assert search_module._moves(start) == ""
+
+
+def test_above_what_cpsat_solves_whole_a_slice_is_solved_once_and_tiled(monkeypatch):
+    # seven identical layers: Elk-Full's plans of the first few and CP-SAT's of one slice,
+    # tiled onto all seven, beat Basic's plan of the whole and verify
+    monkeypatch.setattr(search_module, "CPSAT_MAX_OPS", 30)
+    monkeypatch.setattr(search_module, "SLICE_SHARE", 0.25)  # 10 s of the 40
+    instance = synthetic_instance(ops=84, plans=3, seed=5, tightness=0.6)
+    found = search_module.Found(timing="shared-noc", time_limit_s=40, threads=1)
+    basic = solve(instance, "basic", SolveOptions(timing="shared-noc"))
+    search_module._offer_plan(found, basic)
+    with Worker() as worker:
+        worker.start()
+        options = SolveOptions(timing="shared-noc", threads=1)
+        assert search_module._slice_phase(instance, found, options, worker, False)
+        assert not search_module._slice_phase(instance, found, options, worker, False)
+    best = found.best
+    assert best.claims.method == "tiled" and best.claims.params["slice_layers"] in (3, 4, 5, 6)
+    assert best.claims.makespan_ns < basic.claims.makespan_ns
+    assert check(plan_to_dict(best)).valid
+    # Elk-Full on slices of 3 to 6 of the 7 layers, then CP-SAT on one of them
+    assert [p["phase"] for p in found.phases] == ["slice, elk-full"] * 4 + ["slice, cpsat"]
+    assert [p["outcome"].split(":")[0] for p in found.phases][:4] == [
+        f"{k} layers" for k in (3, 4, 5, 6)]

@@ -20,11 +20,14 @@ runs the solver phases in a process of their own):
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order, or every order when the plan given executes in
    another: then CP-SAT solves over every order and polish, instance-order only, sits out)
-   with CPSAT_SHARE of what is left, and the LNS
-   `polish` from the best plan with POLISH_SHARE of the rest (what it does not use goes to the
-   next round); each only from a plan it has not started from before (from the same start
-   with less time it would find nothing new). A solver phase that overruns its own limit is
-   ended one second past the budget.
+   with CPSAT_SHARE of what is left; on larger instances whose layers repeat, once, Elk-Full
+   on slices of their first SLICE_SIZES layers, then CP-SAT from the Elk-Full plan that tiled
+   best (SLICE_SHARE of what is left for all of it), each plan tiled onto the whole instance
+   (formulations.lns_tiling); the
+   LNS `polish` from the best plan with POLISH_SHARE of the rest (what it does not use goes
+   to the next round); each only from a plan it has not started from before (from the same
+   start with less time it would find nothing new). A solver phase that overruns its own
+   limit is ended one second past the budget.
 The search stops as soon as a bound meets the best plan. The state is kept in a `Found` that
 the caller holds, so an interrupt leaves the best plan and bounds so far.
 """
@@ -33,17 +36,21 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
 from elk_opt.certification.certificate import bound_entry, covers, exec_order, solver_bound_entry
 from elk_opt.certification.worker import Task, TimedOut, Worker
 from elk_opt.errors import UsageError
+from elk_opt.evaluate import evaluate_plan
 from elk_opt.interrupts import Terminated
 from elk_opt.methods import solve
 from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.progress import say
 from elk_opt.solution import SolveOptions, make_plan
+
+if TYPE_CHECKING:  # the solver modules load only when a phase needs them
+    from formulations.lns_tiling import Layers
 
 HEURISTICS = ("static", "lhs", "elk-dyn", "elk-full")  # after Basic, cheapest first
 HEURISTIC_SHARE = 0.5  # of the budget, at most, for the heuristics
@@ -57,6 +64,9 @@ FIRST_BOUND_SHARE = 0.6
 CPSAT_SHARE = 0.5  # of what is left after the bounds, for CP-SAT's own limit
 POLISH_SHARE = 0.8  # of what is left then, for polish's own limit (it may overrun: see below)
 CPSAT_MAX_OPS = 200  # CP-SAT's model is quadratic in the ops: above this, polish alone
+# layers in the slices Elk-Full solves for plans to tile (each rounded to whole periods)
+SLICE_SIZES = (3, 4, 5, 6, 8)
+SLICE_SHARE = 0.15  # of what is left, for Elk-Full and CP-SAT on the slice (see BENCHMARKS.md)
 # the bounds a finished solve gives again unchanged, and the limit of run_all.lower_bounds
 # that leaves each out of a later round (not the fluid LP's: fluid-layers runs under it)
 SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
@@ -84,6 +94,7 @@ class Found:
     started: float = field(default_factory=time.perf_counter)
     stopped: str = "running"
     cut: bool = False  # whether a phase was cut short or not started for lack of time
+    sliced: bool = False  # whether the slice phase ran (it runs once)
     deferred: bool = False  # the layer windows and the contiguous MIP wait for a later round
 
     @property
@@ -357,9 +368,89 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     return gained
 
 
+def _slice_phase(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
+                 progress: bool) -> bool:
+    """Elk-Full on slices of the first SLICE_SIZES layers (and the ops after the last), then
+    CP-SAT from the Elk-Full plan that tiled best, each plan tiled onto the whole instance
+    (formulations.lns_tiling); a slice's best plan need not tile best, since it is also best
+    at the slice's own end. Once, on instances CP-SAT does not take whole. Whether a tiled
+    plan is the best so far."""
+    if found.sliced or len(instance.ops) <= CPSAT_MAX_OPS or found.free_order:
+        return False
+    from formulations.lns_tiling import slice_instance, slice_layers, structure
+
+    found.sliced = True
+    layers = structure(instance)
+    if layers is None:
+        return False
+    ends = time.perf_counter() + SLICE_SHARE * found.left() - MARGIN_S
+    kept = False
+    best: tuple[int, Instance, Plan] | None = None  # tiled makespan, slice, its plan
+    for count in sorted({slice_layers(layers, k) for k in SLICE_SIZES}):
+        if count >= len(layers.runs):
+            continue
+        sliced = slice_instance(instance, layers, count)
+        got = _tile_slice(instance, found, worker, layers, sliced, "elk-full",
+                          replace(options, time_limit_s=ends - time.perf_counter()), progress)
+        if got is None:
+            return kept
+        tiled_ns, plan, better = got
+        kept = kept or better
+        if tiled_ns is not None and (best is None or tiled_ns < best[0]):
+            best = (tiled_ns, sliced, plan)
+    if best is not None:
+        _, sliced, warm = best
+        got = _tile_slice(instance, found, worker, layers, sliced, "cpsat",
+                          replace(options, time_limit_s=ends - time.perf_counter(),
+                                  warm_start="elk-full", warm_plan=warm), progress)
+        kept = kept or (got is not None and got[2])
+    return kept
+
+
+def _tile_slice(instance: Instance, found: Found, worker: Worker, layers: Layers, sliced: Instance,
+                method: str, options: SolveOptions, progress: bool
+                ) -> tuple[int | None, Plan, bool] | None:
+    """Solve `sliced` with `method`, tile its plan onto `instance` and offer that: (the tiled
+    makespan, None if no tiling obeys R5; the slice's plan; whether the tiled plan is the
+    best so far), or None when there was no time for it."""
+    from formulations.lns_tiling import best_tiling, slice_count
+
+    assert options.time_limit_s is not None
+    if options.time_limit_s < MIN_PHASE_S:
+        found.cut = True
+        return None
+    count = slice_count(instance, layers, sliced)
+    started = time.perf_counter()
+    try:
+        _starting(found, f"{method} on a {count}-layer slice ({len(sliced.ops)} ops), up to "
+                         f"{options.time_limit_s:.0f} s", progress)
+        plan = _call(found, worker, Task("solve", sliced, {"method": method,
+                                                           "options": options}),
+                     found.hard_deadline())
+    except TimedOut:
+        _record(found, f"slice, {method}", started,
+                "ended at the deadline: it overran its limit")
+        found.cut = True
+        return None
+    assert plan.claims is not None
+    tiled = best_tiling(instance, layers, plan, evaluate_plan(plan))
+    better = tiled is not None and _offer_plan(found, make_plan(
+        instance, tiled[0].choice, tiled[0].program, release_ns=tiled[0].release_ns,
+        method="tiled", started=started, timing=found.timing,
+        params={"slice_layers": count, "slice_ops": len(sliced.ops), "slice_method": method,
+                "slice_makespan_ns": plan.claims.makespan_ns,
+                "slice_status": plan.claims.status}))
+    _record(found, f"slice, {method}", started,
+            f"{count} layers: {plan.claims.makespan_ns:,} ns ({plan.claims.status}), "
+            + (f"tiled {tiled[1].makespan_ns:,} ns" if tiled else "tiled into none that obeys R5")
+            + (" (best so far)" if better else ""))
+    _say(found, f"slice ({method}, {count} layers), tiled", progress)
+    return (tiled[1].makespan_ns if tiled else None), plan, better
+
+
 def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
                 progress: bool) -> bool:
-    gained = False
+    gained = _slice_phase(instance, found, options, worker, progress)
     methods = (["cpsat"] if len(instance.ops) <= CPSAT_MAX_OPS else []) + ["polish"]
     for method in methods:
         left = found.left()

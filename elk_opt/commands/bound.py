@@ -85,12 +85,14 @@ def run(args: argparse.Namespace) -> int:
     rows, best = report["bounds"], report["best"]
     order = ", every execution order" if args.exec_order == "free" else ""
     print(f"{instance.name}: {report['ops']} ops, bounds for {args.timing}{order}")
-    print(f"  {'bound':<11}{'ns':>15}     {'wall':>7}    {'holds for':<26}{'order':<10}note")
+    width = max(11, *(len(r["bound"]) + 1 for r in rows))  # fluid-contiguous is 16 long
+    print(f"  {'bound':<{width}}{'ns':>15}     {'wall':>7}    {'holds for':<26}{'order':<10}"
+          "note")
     for r in rows:
         shown = f"{r['ns']:>15,} ns" if r["ns"] is not None else f"{'-':>18}"
-        print(f"  {r['bound']:<11}{shown}  {r['wall_s']:7.2f} s  {r['timings']:<26}"
+        print(f"  {r['bound']:<{width}}{shown}  {r['wall_s']:7.2f} s  {r['timings']:<26}"
               f"{r['order']:<10}{r['note']}")
-    print(f"  {'best':<11}{best['ns']:>15,} ns  ({best['bound']})")
+    print(f"  {'best':<{width}}{best['ns']:>15,} ns  ({best['bound']})")
     if args.output:
         save_json(args.output, report)
     return 0
