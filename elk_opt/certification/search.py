@@ -391,7 +391,8 @@ def _slice_phase(instance: Instance, found: Found, options: SolveOptions, worker
             continue
         sliced = slice_instance(instance, layers, count)
         got = _tile_slice(instance, found, worker, layers, sliced, "elk-full",
-                          replace(options, time_limit_s=ends - time.perf_counter()), progress)
+                          replace(options, time_limit_s=ends - time.perf_counter()), ends,
+                          progress)
         if got is None:
             return kept
         tiled_ns, plan, better = got
@@ -402,17 +403,18 @@ def _slice_phase(instance: Instance, found: Found, options: SolveOptions, worker
         _, sliced, warm = best
         got = _tile_slice(instance, found, worker, layers, sliced, "cpsat",
                           replace(options, time_limit_s=ends - time.perf_counter(),
-                                  warm_start="elk-full", warm_plan=warm), progress)
+                                  warm_start="elk-full", warm_plan=warm), ends, progress)
         kept = kept or (got is not None and got[2])
     return kept
 
 
 def _tile_slice(instance: Instance, found: Found, worker: Worker, layers: Layers, sliced: Instance,
-                method: str, options: SolveOptions, progress: bool
+                method: str, options: SolveOptions, ends: float, progress: bool
                 ) -> tuple[int | None, Plan, bool] | None:
-    """Solve `sliced` with `method`, tile its plan onto `instance` and offer that: (the tiled
-    makespan, None if no tiling obeys R5; the slice's plan; whether the tiled plan is the
-    best so far), or None when there was no time for it."""
+    """Solve `sliced` with `method` (its limit ends at `ends`; its process is ended a grace
+    past that), tile its plan onto `instance` and offer that: (the tiled makespan, None if no
+    tiling obeys R5; the slice's plan; whether the tiled plan is the best so far), or None
+    when there was no time for it."""
     from formulations.lns_tiling import best_tiling, slice_count
 
     assert options.time_limit_s is not None
@@ -426,7 +428,8 @@ def _tile_slice(instance: Instance, found: Found, worker: Worker, layers: Layers
                          f"{options.time_limit_s:.0f} s", progress)
         plan = _call(found, worker, Task("solve", sliced, {"method": method,
                                                            "options": options}),
-                     found.hard_deadline())
+                     min(ends + max(GRACE_S, HEURISTIC_GRACE * found.time_limit_s),
+                         found.hard_deadline()))
     except TimedOut:
         _record(found, f"slice, {method}", started,
                 "ended at the deadline: it overran its limit")
