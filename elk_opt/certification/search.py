@@ -424,8 +424,8 @@ def _tile_slice(instance: Instance, found: Found, worker: Worker, layers: Layers
     count = slice_count(instance, layers, sliced)
     started = time.perf_counter()
     try:
-        _starting(found, f"{method} on a {count}-layer slice ({len(sliced.ops)} ops), up to "
-                         f"{options.time_limit_s:.0f} s", progress)
+        _starting(found, f"{method} on a slice of {count} layers ({len(sliced.ops)} ops), up "
+                         f"to {options.time_limit_s:.0f} s", progress)
         plan = _call(found, worker, Task("solve", sliced, {"method": method,
                                                            "options": options}),
                      min(ends + max(GRACE_S, HEURISTIC_GRACE * found.time_limit_s),
