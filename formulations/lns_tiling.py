@@ -128,7 +128,7 @@ def tile(instance: Instance, layers: Layers, plan: Plan, schedule: Schedule,
     to_end = layers.tail - slice_tail
     length = schedule.exec_start[runs[repeated + p][0]] - schedule.exec_start[runs[repeated][0]]
     source = anchors(plan.program, m)
-    choice: list[Choice] = list(plan.choice[:1]) * n  # every entry is set below
+    choice: dict[int, Choice] = {}
     anchor: dict[int, Anchor] = {}
     release: dict[Instr, int] = {}
 
@@ -158,8 +158,9 @@ def tile(instance: Instance, layers: Layers, plan: Plan, schedule: Schedule,
         place(op, op, 0, 0)
     for op in range(slice_tail, m):
         place(op + to_end, op, to_end, copies * length)
-    program = program_of(fit_sram(instance, choice, anchor), n)
-    return [Plan(instance=instance, choice=tuple(choice), program=program, release_ns=rel,
+    choices = tuple(choice[j] for j in range(n))  # every op placed once: a miss is a KeyError
+    program = program_of(fit_sram(instance, choices, anchor), n)
+    return [Plan(instance=instance, choice=choices, program=program, release_ns=rel,
                  timing=plan.timing) for rel in (release, {})]
 
 

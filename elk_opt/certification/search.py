@@ -23,11 +23,11 @@ runs the solver phases in a process of their own):
    with CPSAT_SHARE of what is left; on larger instances whose layers repeat, once, Elk-Full
    on slices of their first SLICE_SIZES layers, then CP-SAT from the Elk-Full plan that tiled
    best (SLICE_SHARE of what is left for all of it), each plan tiled onto the whole instance
-   (formulations.lns_tiling); the
-   LNS `polish` from the best plan with POLISH_SHARE of the rest (what it does not use goes
-   to the next round); each only from a plan it has not started from before (from the same
-   start with less time it would find nothing new). A solver phase that overruns its own
-   limit is ended one second past the budget.
+   (formulations.lns_tiling); the LNS `polish` from the best plan with POLISH_SHARE of the
+   rest (what it does not use goes to the next round); each only from a plan it has not
+   started from before (from the same start with less time it would find nothing new). A
+   solver phase that overruns its own limit is ended one second past the budget (a slice's,
+   a grace past the slices' share).
 The search stops as soon as a bound meets the best plan. The state is kept in a `Found` that
 the caller holds, so an interrupt leaves the best plan and bounds so far.
 """
