@@ -12,6 +12,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from elk_opt.bounds import limits
 from elk_opt.errors import UsageError
 from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Chip, ExecOrder, Instance, Plan, Timing
@@ -242,12 +243,16 @@ def simulate(plan: Plan, *, sharing: str = "full", chip: Chip | str | None = Non
     return run(plan, sharing=sharing, chip=load_chip(chip) if isinstance(chip, str) else chip)
 
 
-def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING, fluid_max_ops: int = 2000,
-          fluid_time_s: float = 120.0, fluid_sram_max_ops: int = 600,
-          fluid_milp_max_ops: int = 100, fluid_contiguous_max_ops: int = 50, window: int = 12,
-          window_time_s: float = 2.0, layers: int = 1, layers_time_s: float = 10.0,
-          lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
-          progress: bool = False, exec_order: ExecOrder = "instance") -> dict[str, Any]:
+def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
+          fluid_max_ops: int = limits.FLUID_MAX_OPS, fluid_time_s: float = limits.FLUID_TIME_S,
+          fluid_sram_max_ops: int = limits.FLUID_SRAM_MAX_OPS,
+          fluid_milp_max_ops: int = limits.FLUID_MILP_MAX_OPS,
+          fluid_contiguous_max_ops: int = limits.FLUID_CONTIGUOUS_MAX_OPS,
+          window: int = limits.WINDOW_OPS, window_time_s: float = limits.WINDOW_TIME_S,
+          layers: int = limits.LAYERS, layers_time_s: float = limits.LAYERS_TIME_S,
+          lp_max_ops: int = limits.LP_MAX_OPS, lp_time_s: float = limits.LP_TIME_S,
+          threads: int = 2, progress: bool = False,
+          exec_order: ExecOrder = "instance") -> dict[str, Any]:
     """Lower bounds on every plan's makespan under `timing`, as `elk-opt bound -o` writes them:
     `{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note"}], "best"}`.

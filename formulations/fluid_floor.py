@@ -1,24 +1,23 @@
 """The fluid floor: the best fluid bound an exact method or an LNS can afford before it starts.
 
-The fluid LP (`elk_opt.bounds.fluid`) and, up to FLUID_MILP_MAX_OPS ops, the fluid MIP
+The fluid LP (`elk_opt.bounds.fluid`) and, up to `limits.FLUID_MILP_MAX_OPS` ops, the fluid MIP
 (`elk_opt.bounds.fluid_milp`), the larger. Both hold for every plan in the instance's
 execution order, with or without restrictions, so a method in that order may claim the floor,
 start its search there (`cpsat`'s probes) or stop once a plan meets it (`polish`). On the
 small gap suite's eight proven one-layer zoo slices (all hbm3e) the floor is the optimum
 on six. HiGHS stops a MIP on the wall clock only, so a run that must repeat (under a work
 limit) leaves the MIP out; the LP on these sizes finishes. The solvers are imported when
-the floor is computed, so `elk-opt bound --help`, which shows FLUID_MILP_MAX_OPS, does not
-load HiGHS.
+the floor is computed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
+from elk_opt.bounds.limits import FLUID_MILP_MAX_OPS
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Timing
 
-FLUID_MILP_MAX_OPS = 100  # a layer or two of a decoder: the MIP takes seconds to a minute
 LP_SHARE = 0.1  # of the time left, for the fluid LP
 MILP_SHARE = 0.2  # of the time left then, for the fluid MIP on small instances
 

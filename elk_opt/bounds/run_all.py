@@ -43,6 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from elk_opt.bounds import limits
 from elk_opt.bounds.cuts import (
     ANY_ORDER_MAX_OPS,
     hbm_cut_any_bound,
@@ -54,9 +55,6 @@ from elk_opt.bounds.cuts import (
 from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.errors import UsageError
 from elk_opt.problem import DEFAULT_TIMING, ExecOrder, Instance, Timing
-from formulations.fluid_floor import FLUID_MILP_MAX_OPS
-
-FLUID_CONTIGUOUS_MAX_OPS = 50  # a decoder layer: the MIP takes seconds to a minute there
 
 if TYPE_CHECKING:  # the solvers load only when a bound needs them
     from elk_opt.bounds.fluid import FluidBound
@@ -341,12 +339,15 @@ def _layer_windows(instance: Instance, timing: Timing, params: dict[str, Any],
 
 
 def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
-                 fluid_max_ops: int = 2000, fluid_time_s: float = 120.0,
-                 fluid_sram_max_ops: int = 600, fluid_milp_max_ops: int = FLUID_MILP_MAX_OPS,
-                 fluid_contiguous_max_ops: int = FLUID_CONTIGUOUS_MAX_OPS,
-                 window: int = 12, window_time_s: float = 2.0, layers: int = 1,
-                 layers_time_s: float = 10.0,
-                 lp_max_ops: int = 400, lp_time_s: float = 120.0, threads: int = 2,
+                 fluid_max_ops: int = limits.FLUID_MAX_OPS,
+                 fluid_time_s: float = limits.FLUID_TIME_S,
+                 fluid_sram_max_ops: int = limits.FLUID_SRAM_MAX_OPS,
+                 fluid_milp_max_ops: int = limits.FLUID_MILP_MAX_OPS,
+                 fluid_contiguous_max_ops: int = limits.FLUID_CONTIGUOUS_MAX_OPS,
+                 window: int = limits.WINDOW_OPS, window_time_s: float = limits.WINDOW_TIME_S,
+                 layers: int = limits.LAYERS, layers_time_s: float = limits.LAYERS_TIME_S,
+                 lp_max_ops: int = limits.LP_MAX_OPS, lp_time_s: float = limits.LP_TIME_S,
+                 threads: int = 2,
                  progress: bool = False, time_budget_s: float | None = None,
                  exec_order: ExecOrder = "instance") -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import argparse
 
-from elk_opt.bounds.run_all import FLUID_CONTIGUOUS_MAX_OPS, lower_bounds
+from elk_opt.bounds import limits
+from elk_opt.bounds.run_all import lower_bounds
 from elk_opt.commands.flags import (
     add_exec_order,
     add_quiet,
@@ -21,7 +22,6 @@ from elk_opt.commands.flags import (
     thread_count,
 )
 from elk_opt.io import load_instance, save_json
-from formulations.fluid_floor import FLUID_MILP_MAX_OPS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -31,38 +31,40 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("instance", metavar="instance.json")
     add_timing(p)
     add_exec_order(p)
-    p.add_argument("--fluid-max-ops", type=nonnegative_int, default=2000, metavar="N",
-                   help="skip the fluid LP above this many ops (default 2000)")
-    p.add_argument("--fluid-time", type=positive_float, default=120.0, metavar="S",
-                   help="time limit of the fluid LP (default 120 s)")
-    p.add_argument("--fluid-sram-max-ops", type=nonnegative_int, default=600, metavar="N",
+    p.add_argument("--fluid-max-ops", type=nonnegative_int, default=limits.FLUID_MAX_OPS,
+                   metavar="N",
+                   help="skip the fluid LP above this many ops (default %(default)s)")
+    p.add_argument("--fluid-time", type=positive_float, default=limits.FLUID_TIME_S, metavar="S",
+                   help="time limit of the fluid LP (default %(default)g s)")
+    p.add_argument("--fluid-sram-max-ops", type=nonnegative_int,
+                   default=limits.FLUID_SRAM_MAX_OPS, metavar="N",
                    help="skip the fluid LP with SRAM above this many ops, counted after "
-                        "repeated layers are summed into one block (default 600; it shares "
-                        "--fluid-time)")
-    p.add_argument("--fluid-milp-max-ops", type=nonnegative_int, default=FLUID_MILP_MAX_OPS,
+                        "repeated layers are summed into one block (default %(default)s; it "
+                        "shares --fluid-time)")
+    p.add_argument("--fluid-milp-max-ops", type=nonnegative_int, default=limits.FLUID_MILP_MAX_OPS,
                    metavar="N",
                    help="skip the fluid MIP with SRAM (pairs and pending loads whole) above "
-                        f"this many ops (default {FLUID_MILP_MAX_OPS}; it shares --fluid-time, "
+                        "this many ops (default %(default)s; it shares --fluid-time, "
                         "and stopped by it still gives a bound)")
     p.add_argument("--fluid-contiguous-max-ops", type=nonnegative_int,
-                   default=FLUID_CONTIGUOUS_MAX_OPS, metavar="N",
+                   default=limits.FLUID_CONTIGUOUS_MAX_OPS, metavar="N",
                    help="skip the fluid MIP with one load running at each execute start above "
-                        f"this many ops (default {FLUID_CONTIGUOUS_MAX_OPS}; it shares "
+                        "this many ops (default %(default)s; it shares "
                         "--fluid-time)")
-    p.add_argument("--window", type=nonnegative_int, default=12, metavar="N",
-                   help="ops per window of the window bound (0: skip it; default 12)")
-    p.add_argument("--window-time", type=positive_float, default=2.0, metavar="S",
-                   help="CP-SAT time per window (default 2 s)")
-    p.add_argument("--layers", type=nonnegative_int, default=1, metavar="N",
+    p.add_argument("--window", type=nonnegative_int, default=limits.WINDOW_OPS, metavar="N",
+                   help="ops per window of the window bound (0: skip it; default %(default)s)")
+    p.add_argument("--window-time", type=positive_float, default=limits.WINDOW_TIME_S, metavar="S",
+                   help="CP-SAT time per window (default %(default)g s)")
+    p.add_argument("--layers", type=nonnegative_int, default=limits.LAYERS, metavar="N",
                    help="decoder layers per window of the layer-window bound, solved under "
-                        "--timing, each distinct window once (0: skip it; default 1)")
-    p.add_argument("--layers-time", type=positive_float, default=10.0, metavar="S",
-                   help="CP-SAT time per distinct layer window (default 10 s)")
-    p.add_argument("--lp-max-ops", type=nonnegative_int, default=400, metavar="N",
-                   help="skip the LP relaxation above this many ops (default 400)")
-    p.add_argument("--lp-time", type=positive_float, default=120.0, metavar="S",
+                        "--timing, each distinct window once (0: skip it; default %(default)s)")
+    p.add_argument("--layers-time", type=positive_float, default=limits.LAYERS_TIME_S, metavar="S",
+                   help="CP-SAT time per distinct layer window (default %(default)g s)")
+    p.add_argument("--lp-max-ops", type=nonnegative_int, default=limits.LP_MAX_OPS, metavar="N",
+                   help="skip the LP relaxation above this many ops (default %(default)s)")
+    p.add_argument("--lp-time", type=positive_float, default=limits.LP_TIME_S, metavar="S",
                    help="time limit of the LP relaxation, model building included "
-                        "(default 120 s)")
+                        "(default %(default)g s)")
     p.add_argument("--threads", type=thread_count, default=2)
     p.add_argument("-o", "--output", type=output_file, metavar="bounds.json",
                    help="also write the bounds as JSON")

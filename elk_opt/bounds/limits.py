@@ -1,0 +1,18 @@
+"""How far and how long each solver-backed bound runs unless told otherwise.
+
+One place for the defaults that the Python API (`elk_opt.api.bound`), `elk-opt bound` and
+`run_all.lower_bounds` share. It imports nothing, so the API and the command's --help stay
+light: the solvers load only when a bound runs.
+"""
+
+FLUID_MAX_OPS = 2000  # the fluid LP; repeated layers summed keep it small
+FLUID_TIME_S = 120.0  # shared by the fluid LP, with SRAM, and their MIPs
+FLUID_SRAM_MAX_OPS = 600  # counted after repeated layers are summed into one block
+FLUID_MILP_MAX_OPS = 100  # a layer or two of a decoder: the MIP takes seconds to a minute
+FLUID_CONTIGUOUS_MAX_OPS = 50  # a decoder layer: the MIP takes seconds to a minute there
+WINDOW_OPS = 12  # ops per window of the window bound
+WINDOW_TIME_S = 2.0  # CP-SAT per window
+LAYERS = 1  # decoder layers per layer window
+LAYERS_TIME_S = 10.0  # CP-SAT per distinct layer window
+LP_MAX_OPS = 400  # the ILP's LP relaxation
+LP_TIME_S = 120.0
