@@ -110,6 +110,11 @@ class Instance:
     def __len__(self) -> int:
         return len(self.ops)
 
+    def twin_key(self, first: int, stop: int) -> tuple:
+        """What ops [first, stop) are to every model: their plans and warm-ups, op by op
+        (names, inputs and metadata aside). Runs with equal keys are twins."""
+        return tuple((op.exec_plans, op.preload_plans, op.warmup) for op in self.ops[first:stop])
+
 
 @dataclass(frozen=True)
 class Choice:

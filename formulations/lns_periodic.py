@@ -45,11 +45,6 @@ MAX_SOURCES = 128  # layers tried as the source per class, the shortest first (a
 Anchor = tuple[int, int]  # (the op whose execute the load precedes, place among those loads)
 
 
-def layer_key(instance: Instance, first: int, stop: int) -> tuple:
-    """What makes two runs of ops twins: their plans and warm-ups, op by op."""
-    return tuple((op.exec_plans, op.preload_plans, op.warmup) for op in instance.ops[first:stop])
-
-
 def twin_classes(instance: Instance) -> list[list[tuple[int, int]]]:
     """Layer runs [first, stop) grouped by their ops' plans and warm-ups offset by offset;
     only groups of two or more."""
@@ -57,7 +52,7 @@ def twin_classes(instance: Instance) -> list[list[tuple[int, int]]]:
     for first, stop in layer_runs(instance):
         if instance.ops[first].layer is None:
             continue
-        groups.setdefault(layer_key(instance, first, stop), []).append((first, stop))
+        groups.setdefault(instance.twin_key(first, stop), []).append((first, stop))
     return [g for g in groups.values() if len(g) > 1]
 
 

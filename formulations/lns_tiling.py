@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.problem import Choice, Instance, Instr, Plan
-from formulations.lns_periodic import Anchor, anchors, fit_sram, layer_key, program_of
+from formulations.lns_periodic import Anchor, anchors, fit_sram, program_of
 from formulations.lns_region import move_key
 from formulations.lns_windows import layer_runs
 
@@ -69,7 +69,7 @@ def structure(instance: Instance) -> Layers | None:
     runs = [r for r in layer_runs(instance) if instance.ops[r[0]].layer is not None]
     if not runs or any(a[1] != b[0] for a, b in zip(runs, runs[1:], strict=False)):
         return None
-    keys = [layer_key(instance, a, b) for a, b in runs]
+    keys = [instance.twin_key(a, b) for a, b in runs]
     for period in range(1, MAX_PERIOD + 1):
         if len(runs) >= 3 * period and all(keys[k] == keys[k + period]
                                            for k in range(len(runs) - period)):

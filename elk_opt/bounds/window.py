@@ -43,8 +43,7 @@ class WindowBound:
 def window_key(instance: Instance, first: int, stop: int) -> tuple:
     """What a window's relaxation depends on: its ops' plans and warm-ups in order (names,
     inputs and metadata aside) and whether it is the instance's first window."""
-    return (first == 0, tuple((op.exec_plans, op.preload_plans, op.warmup)
-                              for op in instance.ops[first:stop]))
+    return first == 0, instance.twin_key(first, stop)
 
 
 def window_instance(instance: Instance, first: int, stop: int) -> Instance:
