@@ -1,6 +1,6 @@
 """The fluid floor: the best fluid bound an exact method or an LNS can afford before it starts.
 
-The fluid LP (`elk_opt.bounds.fluid`) and, up to `limits.FLUID_MILP_MAX_OPS` ops, the fluid MIP
+The fluid LP (`elk_opt.bounds.fluid`) and, up to FLUID_MILP_MAX_OPS ops, the fluid MIP
 (`elk_opt.bounds.fluid_milp`), the larger. Both hold for every plan in the instance's
 execution order, with or without restrictions, so a method in that order may claim the floor,
 start its search there (`cpsat`'s probes) or stop once a plan meets it (`polish`). On the
