@@ -26,7 +26,7 @@ _API: dict[str, str] = {
         ["model_names", "chip_names", "method_names", "load_instance", "save_instance",
          "load_plan", "save_plan", "load_chip", "build_instance", "synthetic_instance",
          "solve", "export_model", "import_solution", "evaluate_plan", "verify", "simulate",
-         "bound", "compare", "certify", "check_certificate", "schema"], "elk_opt.api"),
+         "profile", "bound", "compare", "certify", "check_certificate", "schema"], "elk_opt.api"),
     **dict.fromkeys(
         ["Instance", "Chip", "Noc", "Op", "ExecPlan", "PreloadPlan", "Warmup", "Plan", "Choice",
          "Claims", "Timing", "TIMINGS", "DEFAULT_TIMING"], "elk_opt.problem"),
@@ -34,6 +34,7 @@ _API: dict[str, str] = {
     "Schedule": "elk_opt.evaluate",
     "ProgramError": "elk_opt.evaluate",
     "SimResult": "elk_opt.simulator",
+    "Attribution": "elk_opt.attribution",
     "InputError": "elk_opt.errors",
     "UsageError": "elk_opt.errors",
 }
@@ -70,6 +71,7 @@ if TYPE_CHECKING:  # the names above, for type checkers and editors
         load_plan,
         method_names,
         model_names,
+        profile,
         save_instance,
         save_plan,
         schema,
@@ -78,6 +80,7 @@ if TYPE_CHECKING:  # the names above, for type checkers and editors
         synthetic_instance,
         verify,
     )
+    from elk_opt.attribution import Attribution
     from elk_opt.errors import InputError, UsageError
     from elk_opt.evaluate import ProgramError, Schedule
     from elk_opt.problem import (

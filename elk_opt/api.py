@@ -19,6 +19,7 @@ from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Chip, ExecOrder, Instance, 
 from elk_opt.solution import SolveOptions
 
 if TYPE_CHECKING:
+    from elk_opt.attribution import Attribution
     from elk_opt.evaluate import Schedule
     from elk_opt.simulator import SimResult
 
@@ -241,6 +242,20 @@ def simulate(plan: Plan, *, sharing: str = "full", chip: Chip | str | None = Non
     from elk_opt.simulator import simulate as run
 
     return run(plan, sharing=sharing, chip=load_chip(chip) if isinstance(chip, str) else chip)
+
+
+def profile(plan: Plan, *, timing: Timing | None = None, by: str = "layer") -> Attribution:
+    """Where the plan's makespan goes under `timing` (default the plan's own), per run of a
+    layer's executes (`by="layer"`) or per op (`by="op"`), as `elk-opt profile` prints it:
+    the executes at their fastest pairs, what the chosen pairs add, the port's stretch, the
+    waits for loads and releases, and the HBM's busy time; `result.summary()` is what
+    `profile --json` prints."""
+    from elk_opt.attribution import attribute
+
+    _check_timing(timing)
+    if by not in ("layer", "op"):
+        raise UsageError(f"unknown grouping {by!r}; choose layer or op")
+    return attribute(plan, timing, by)
 
 
 def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,

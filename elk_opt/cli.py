@@ -43,6 +43,7 @@ COMMAND_MODULES = (
     "sweep",
     "reproduce",
     "simulate",
+    "profile",
     "lower",
     "schema",
 )
