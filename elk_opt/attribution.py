@@ -19,6 +19,7 @@ within its span, so HBM idle time shows where the loads could have run and did n
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from itertools import groupby
 from typing import Any
@@ -85,14 +86,12 @@ def attribute(plan: Plan, timing: Timing | None = None, by: str = "layer") -> At
     order = [j for kind, j in plan.program if kind == "E"]
     per_op = _per_op(plan, schedule, order)
     if by == "op":
-        groups = tuple(per_op)
-    else:
-        layer = [instance.ops[i].layer for i in order]
-        runs = groupby(range(len(order)), key=lambda k: layer[k])
-        groups = tuple(_sum("no layer" if key is None else f"layer {key}",
-                            [per_op[k] for k in members])
-                       for key, members in ((key, list(ks)) for key, ks in runs))
-    return Attribution(schedule.makespan_ns, timing, groups)
+        return Attribution(schedule.makespan_ns, timing, tuple(per_op))
+    layers = (instance.ops[i].layer for i in order)
+    runs = groupby(zip(layers, per_op, strict=True), key=lambda pair: pair[0])
+    return Attribution(schedule.makespan_ns, timing, tuple(
+        _sum("no layer" if layer is None else f"layer {layer}", [share for _, share in run])
+        for layer, run in runs))
 
 
 def _per_op(plan: Plan, schedule: Schedule, order: list[int]) -> list[TimeShare]:
@@ -124,9 +123,8 @@ def _per_op(plan: Plan, schedule: Schedule, order: list[int]) -> list[TimeShare]
     return out
 
 
-def _sum(name: str, shares: list[TimeShare] | tuple[TimeShare, ...]) -> TimeShare:
-    totals = [sum(column) for column in zip(*(s.costs()[1:] for s in shares), strict=True)]
-    if not totals:
-        totals = [0] * (len(fields(TimeShare)) - 3)
-    return TimeShare(name, shares[0].first_op if shares else 0, sum(s.ops for s in shares),
-                     *totals)
+def _sum(name: str, shares: Sequence[TimeShare]) -> TimeShare:
+    """One share for `shares` (none: a plan of no ops), numbers summed."""
+    columns = len(fields(TimeShare)) - 2  # ops and the causes
+    totals = [sum(s.costs()[k] for s in shares) for k in range(columns)]
+    return TimeShare(name, shares[0].first_op if shares else 0, *totals)

@@ -13,6 +13,7 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
+from itertools import groupby
 
 from elk_opt.attribution import TimeShare, attribute
 from elk_opt.certification.certificate import FORMAT as CERTIFICATE
@@ -112,13 +113,8 @@ def _share(value: int, span: int) -> str:
 
 def _merged(groups: tuple[TimeShare, ...]) -> Iterator[tuple[str, TimeShare]]:
     """Runs of consecutive groups with equal numbers, as one row each (numbers per group)."""
-    k = 0
-    while k < len(groups):
-        last = k
-        while last + 1 < len(groups) and groups[last + 1].costs() == groups[k].costs():
-            last += 1
-        count = last - k + 1
-        name = groups[k].name if count == 1 else \
-            f"{groups[k].name} .. {groups[last].name} (x{count}, each)"
-        yield name, groups[k]
-        k = last + 1
+    for _numbers, members in groupby(groups, key=TimeShare.costs):
+        run = list(members)
+        first, last = run[0], run[-1]
+        yield (first.name if len(run) == 1
+               else f"{first.name} .. {last.name} (x{len(run)}, each)"), first
