@@ -25,7 +25,7 @@ _API: dict[str, str] = {
     **dict.fromkeys(
         ["model_names", "chip_names", "method_names", "load_instance", "save_instance",
          "load_plan", "save_plan", "load_chip", "build_instance", "synthetic_instance",
-         "solve", "export_model", "import_solution", "evaluate_plan", "verify", "simulate",
+         "solve", "tile", "export_model", "import_solution", "evaluate_plan", "verify", "simulate",
          "profile", "bound", "compare", "certify", "check_certificate", "schema"], "elk_opt.api"),
     **dict.fromkeys(
         ["Instance", "Chip", "Noc", "Op", "ExecPlan", "PreloadPlan", "Warmup", "Plan", "Choice",
@@ -78,6 +78,7 @@ if TYPE_CHECKING:  # the names above, for type checkers and editors
         simulate,
         solve,
         synthetic_instance,
+        tile,
         verify,
     )
     from elk_opt.attribution import Attribution

@@ -196,6 +196,19 @@ def _options(options: SolveOptions | None, *, warm_start: str | Plan | None,
     return replace(options or SolveOptions(), **given)
 
 
+def tile(instance: Instance, slice_plan: Plan) -> Plan:
+    """A plan of `instance` from `slice_plan`, a plan of its first K layers and its tail (the
+    instance `build_instance(..., layers=K)` builds): one middle period of the slice repeated
+    over the model, the fastest such tiling obeying R5 (claims method `tiled`). A plan of
+    anything else is a `UsageError` saying why."""
+    from formulations.lns_tiling import NotASlice, tile_onto
+
+    try:
+        return tile_onto(instance, slice_plan)
+    except NotASlice as e:
+        raise UsageError(f"not a slice plan of {instance.name!r}: {e}") from None
+
+
 def evaluate_plan(plan: Plan, timing: Timing | None = None) -> Schedule:
     """The analytic schedule of `plan` under `timing` (default: the plan's own timing):
     makespan, per-op load and execute times, preload counts and the R5 SRAM figures.

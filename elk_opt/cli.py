@@ -44,6 +44,7 @@ COMMAND_MODULES = (
     "reproduce",
     "simulate",
     "profile",
+    "tile",
     "lower",
     "schema",
 )

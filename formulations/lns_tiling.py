@@ -35,10 +35,12 @@ whole model had ended 0.59% above it.
 from __future__ import annotations
 
 import dataclasses
+import time
 from dataclasses import dataclass
 
-from elk_opt.evaluate import Schedule, evaluate
+from elk_opt.evaluate import Schedule, evaluate, evaluate_plan
 from elk_opt.problem import Choice, Instance, Instr, Plan
+from elk_opt.solution import make_plan
 from formulations.lns_periodic import Anchor, anchors, fit_sram, program_of
 from formulations.lns_region import move_key
 from formulations.lns_windows import layer_runs
@@ -179,3 +181,51 @@ def best_tiling(instance: Instance, layers: Layers, plan: Plan,
                 best = (cand, got)
     return best
 
+
+
+class NotASlice(ValueError):
+    """A plan that cannot be tiled onto an instance; the message says why, in one line."""
+
+
+def tiled_params(sliced: Plan, count: int) -> dict[str, object]:
+    """What a tiled plan's claims record of the slice plan it came from."""
+    params: dict[str, object] = {"slice_layers": count, "slice_ops": len(sliced.instance.ops)}
+    if sliced.claims is not None:
+        params.update(slice_method=sliced.claims.method,
+                      slice_makespan_ns=sliced.claims.makespan_ns,
+                      slice_status=sliced.claims.status)
+    return params
+
+
+def tile_onto(instance: Instance, plan: Plan) -> Plan:
+    """`best_tiling` for a slice plan made elsewhere (`elk-opt instance --layers K`, then any
+    method), as a plan whose claims name it `tiled`: checks first that the plan's instance is
+    exactly the slice `slice_instance` cuts from `instance`, op by op, and that it has a
+    middle period to repeat."""
+    started = time.perf_counter()
+    layers = structure(instance)
+    if layers is None:
+        raise NotASlice("its decoder layers do not repeat (tiling needs at least three "
+                        f"periods of at most {MAX_PERIOD} twin layers in a row)")
+    try:
+        count = slice_count(instance, layers, plan.instance)
+    except ValueError:
+        raise NotASlice(f"the plan's instance ({len(plan.instance.ops)} ops) does not end "
+                        "where a layer of the whole model ends, followed by its tail") from None
+    expected = slice_instance(instance, layers, count).ops
+    for k, (got, want) in enumerate(zip(plan.instance.ops, expected, strict=True)):
+        if got != want:
+            raise NotASlice(f"op {k} ({got.name!r}) is not op {k} of the model's first "
+                            f"{count} layers ({want.name!r})")
+    if plan.instance.chip != instance.chip:
+        raise NotASlice("the plan's chip is not the instance's")
+    if count < layers.period + 2:
+        raise NotASlice(f"a slice of {count} layers has no middle layer to repeat: slice at "
+                        f"least {layers.period + 2} (`elk-opt instance --layers`)")
+    best = best_tiling(instance, layers, plan, evaluate_plan(plan))
+    if best is None:
+        raise NotASlice("no tiling of the plan obeys R5")
+    tiled = best[0]
+    return make_plan(instance, tiled.choice, tiled.program, release_ns=tiled.release_ns,
+                     method="tiled", started=started, timing=plan.timing,
+                     params=tiled_params(plan, count))

@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import elk_opt
 from elk_opt.api import build_instance
+from elk_opt.cli import main
+from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate, evaluate_plan
 from elk_opt.frontend.synthetic import synthetic_instance
-from elk_opt.io import plan_to_dict
+from elk_opt.io import load_plan, plan_to_dict, save_instance, save_plan
 from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
 from formulations.lns_tiling import best_tiling, slice_instance, slice_layers, structure, tile
@@ -139,3 +144,64 @@ def test_layers_that_alternate_are_sliced_and_tiled_by_whole_periods(layer_count
                     plan.choice[12 * small:12 * small + 12]
             report = check(plan_to_dict(tiled))
             assert all(v.rule == "R6" for v in report.violations), report.violations
+
+
+def _slice_plan_files(tmp_path, count: int = 3):
+    """A seven-layer synthetic decoder and Elk-Full's plan of its first `count` layers, saved."""
+    instance = synthetic_instance(ops=84, plans=4, seed=5, tightness=0.6)
+    layers = structure(instance)
+    assert layers is not None
+    plan = solve(slice_instance(instance, layers, count), "elk-full",
+                 SolveOptions(timing="shared-noc"))
+    whole, sliced = tmp_path / "whole.json", tmp_path / "slice.plan.json"
+    save_instance(whole, instance)
+    save_plan(sliced, plan)
+    return instance, plan, whole, sliced
+
+
+def test_elk_opt_tile_writes_the_best_tiling_as_a_plan_verify_accepts(tmp_path, capsys):
+    instance, plan, whole, sliced = _slice_plan_files(tmp_path)
+    out = tmp_path / "tiled.plan.json"
+    assert main(["tile", str(whole), str(sliced), "-o", str(out)]) == 0
+    tiled = load_plan(out)
+    best = best_tiling(instance, structure(instance), plan, evaluate_plan(plan))
+    assert best is not None and tiled.claims is not None
+    assert (tiled.choice, tiled.program) == (best[0].choice, best[0].program)
+    assert tiled.claims.method == "tiled" and tiled.claims.makespan_ns == best[1].makespan_ns
+    assert tiled.claims.params["slice_layers"] == 3
+    assert tiled.claims.params["slice_makespan_ns"] == plan.claims.makespan_ns
+    assert check(plan_to_dict(tiled)).valid
+    assert f"{best[1].makespan_ns:,} ns" in capsys.readouterr().out
+    assert elk_opt.tile(instance, plan).program == tiled.program  # the API tiles alike
+    # a certificate's plan tiles as the plan does
+    cert = tmp_path / "slice.cert.json"
+    cert.write_text(json.dumps({"format": "elk-certificate/1", "plan": plan_to_dict(plan)}))
+    again = tmp_path / "again.plan.json"
+    assert main(["tile", str(whole), str(cert), "-o", str(again)]) == 0
+    assert load_plan(again).program == tiled.program
+
+
+def test_a_plan_that_is_not_a_slice_is_one_line_exit_2_and_nothing_written(tmp_path, capsys):
+    instance, plan, whole, sliced = _slice_plan_files(tmp_path)
+    out = tmp_path / "tiled.plan.json"
+    ops = list(plan.instance.ops)
+    ops[14] = replace(ops[14], exec_plans=tuple(replace(e, time_ns=e.time_ns + 1)
+                                                for e in ops[14].exec_plans))
+    other = tmp_path / "other.plan.json"
+    save_plan(other, replace(plan, instance=replace(plan.instance, ops=tuple(ops)),
+                             claims=None))
+    short = tmp_path / "short.plan.json"
+    save_plan(short, solve(slice_instance(instance, structure(instance), 2), "basic",
+                           SolveOptions(timing="shared-noc")))
+    flat = tmp_path / "flat.json"  # 40 ops: the last layer is a part layer, nothing repeats
+    save_instance(flat, synthetic_instance(ops=40, plans=3, seed=2))
+    for args, says in (([str(whole), str(other)], "op 14"),
+                       ([str(whole), str(short)], "no middle layer"),
+                       ([str(flat), str(sliced)], "do not repeat"),
+                       ([str(whole), str(whole)], "format")):
+        assert main(["tile", *args, "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert says in err and err.count("\n") == 1, err
+        assert not out.exists()
+    with pytest.raises(UsageError, match="no middle layer"):
+        elk_opt.tile(instance, load_plan(short))

@@ -15,12 +15,21 @@ from dataclasses import replace
 from typing import Any, Literal
 
 from elk_opt.evaluate import evaluate
-from elk_opt.io import plan_to_dict
+from elk_opt.io import plan_from_dict, plan_to_dict, read_json
 from elk_opt.problem import Claims, Plan, Timing
 
 FORMAT = "elk-certificate/1"
 ExecOrder = Literal["instance", "free"]
 SOLVER_STATUS = "solver-proved"  # a bound an exact method proved: no cheap recomputation
+
+
+def read_plan_or_certificate(path: str) -> tuple[Plan, dict[str, Any] | None]:
+    """The plan in a plan file, or in a certificate (returned beside it), for the commands
+    that take either."""
+    raw = read_json(path)
+    if isinstance(raw, dict) and raw.get("format") == FORMAT:
+        return plan_from_dict(raw.get("plan"), f"{path}: plan"), raw
+    return plan_from_dict(raw, path), None
 
 
 def exec_order(plan: Plan) -> ExecOrder:

@@ -16,9 +16,8 @@ from collections.abc import Iterator
 from itertools import groupby
 
 from elk_opt.attribution import TimeShare, attribute
-from elk_opt.certification.certificate import FORMAT as CERTIFICATE
+from elk_opt.certification.certificate import read_plan_or_certificate
 from elk_opt.errors import InputError
-from elk_opt.io import plan_from_dict, read_json
 from elk_opt.problem import TIMINGS
 
 COLUMNS = (("span", "span_ns"), ("fastest", "fastest_ns"), ("pair choice", "pair_choice_ns"),
@@ -48,12 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    raw = read_json(args.plan)
-    certificate = raw if isinstance(raw, dict) and raw.get("format") == CERTIFICATE else None
-    if certificate is None:
-        plan = plan_from_dict(raw, args.plan)
-    else:
-        plan = plan_from_dict(certificate.get("plan"), f"{args.plan}: plan")
+    plan, certificate = read_plan_or_certificate(args.plan)
     result = attribute(plan, args.timing, args.by)
     bound = _bound(certificate, result.timing, args.plan)
     if args.json:
