@@ -182,19 +182,21 @@ def best_tiling(instance: Instance, layers: Layers, plan: Plan,
     return best
 
 
-
 class NotASlice(ValueError):
     """A plan that cannot be tiled onto an instance; the message says why, in one line."""
 
 
-def tiled_params(sliced: Plan, count: int) -> dict[str, object]:
-    """What a tiled plan's claims record of the slice plan it came from."""
+def tiled_plan(instance: Instance, tiled: Plan, sliced: Plan, count: int,
+               started: float) -> Plan:
+    """`tiled` (from `best_tiling`) with claims: method `tiled`, and in its params the
+    slice plan it came from (`sliced`, of `count` layers)."""
     params: dict[str, object] = {"slice_layers": count, "slice_ops": len(sliced.instance.ops)}
     if sliced.claims is not None:
         params.update(slice_method=sliced.claims.method,
                       slice_makespan_ns=sliced.claims.makespan_ns,
                       slice_status=sliced.claims.status)
-    return params
+    return make_plan(instance, tiled.choice, tiled.program, release_ns=tiled.release_ns,
+                     method="tiled", started=started, timing=sliced.timing, params=params)
 
 
 def tile_onto(instance: Instance, plan: Plan) -> Plan:
@@ -225,7 +227,4 @@ def tile_onto(instance: Instance, plan: Plan) -> Plan:
     best = best_tiling(instance, layers, plan, evaluate_plan(plan))
     if best is None:
         raise NotASlice("no tiling of the plan obeys R5")
-    tiled = best[0]
-    return make_plan(instance, tiled.choice, tiled.program, release_ns=tiled.release_ns,
-                     method="tiled", started=started, timing=plan.timing,
-                     params=tiled_params(plan, count))
+    return tiled_plan(instance, best[0], plan, count, started)

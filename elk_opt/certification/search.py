@@ -415,7 +415,7 @@ def _tile_slice(instance: Instance, found: Found, worker: Worker, layers: Layers
     past that), tile its plan onto `instance` and offer that: (the tiled makespan, None if no
     tiling obeys R5; the slice's plan; whether the tiled plan is the best so far), or None
     when there was no time for it."""
-    from formulations.lns_tiling import best_tiling, slice_count, tiled_params
+    from formulations.lns_tiling import best_tiling, slice_count, tiled_plan
 
     assert options.time_limit_s is not None
     if options.time_limit_s < MIN_PHASE_S:
@@ -437,10 +437,8 @@ def _tile_slice(instance: Instance, found: Found, worker: Worker, layers: Layers
         return None
     assert plan.claims is not None
     tiled = best_tiling(instance, layers, plan, evaluate_plan(plan))
-    better = tiled is not None and _offer_plan(found, make_plan(
-        instance, tiled[0].choice, tiled[0].program, release_ns=tiled[0].release_ns,
-        method="tiled", started=started, timing=found.timing,
-        params=tiled_params(plan, count)))
+    better = tiled is not None and _offer_plan(
+        found, tiled_plan(instance, tiled[0], plan, count, started))
     _record(found, f"slice, {method}", started,
             f"{count} layers: {plan.claims.makespan_ns:,} ns ({plan.claims.status}), "
             + (f"tiled {tiled[1].makespan_ns:,} ns" if tiled else "tiled into none that obeys R5")
