@@ -148,6 +148,9 @@ def with_warm_plan(instance: Instance, method: str, options: SolveOptions) -> So
     and the time limit reduced by what that took."""
     warm_start = options.warm_start or METHODS[method].default_warm_start
     if options.warm_plan is None and warm_start is not None:
+        if warm_start not in METHODS:
+            raise UsageError(f"unknown warm-start method {warm_start!r}; choose one of "
+                             f"{', '.join(METHODS)}")
         started = time.perf_counter()
         # the warm plan executes in an order the method solves in (a hint, and a fallback answer)
         order = options.exec_order if options.exec_order in METHODS[warm_start].exec_orders \

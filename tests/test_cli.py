@@ -157,6 +157,32 @@ def test_non_finite_method_params_are_refused(capsys, instance_file, tmp_path):
                      "--param window_time=NaN: must be a finite number")
 
 
+def test_polish_starts_from_a_plan_file(tmp_path, capsys, instance_file):
+    start, out = tmp_path / "start.json", tmp_path / "polished.json"
+    assert main(["solve", str(instance_file), "--method", "basic", "-q", "-o", str(start)]) == 0
+    assert main(["solve", str(instance_file), "--method", "polish", "--warm-start", str(start),
+                 "--work-limit", "0.05", "--threads", "1", "-q", "-o", str(out)]) == 0
+    before, after = json.loads(start.read_text()), json.loads(out.read_text())
+    assert after["claims"]["params"]["warm_start"] == "basic"
+    assert after["claims"]["makespan_ns"] <= before["claims"]["makespan_ns"]
+    assert main(["verify", str(out)]) == 0
+
+
+def test_a_warm_start_that_is_no_method_and_no_plan_of_the_instance_is_refused(
+        tmp_path, capsys, instance_file):
+    other, plan = tmp_path / "other.json", tmp_path / "other-plan.json"
+    assert main(["instance", "synthetic", "--ops", "7", "--seed", "3", "-o", str(other)]) == 0
+    assert main(["solve", str(other), "--method", "basic", "-q", "-o", str(plan)]) == 0
+    out = tmp_path / "p.json"
+    _one_line_exit_2(capsys, ["solve", str(instance_file), "--method", "polish",
+                              "--warm-start", "elk-fool", "-o", str(out)],
+                     "'elk-fool'", "neither a method", "elk-full")
+    _one_line_exit_2(capsys, ["solve", str(instance_file), "--method", "polish",
+                              "--warm-start", str(plan), "-o", str(out)],
+                     str(plan), "not of", str(instance_file))
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("output, message", [
     ("/proc/p.json", "cannot write in /proc"),
     (".", "is a directory"),

@@ -6,8 +6,10 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from elk_opt.certification.certificate import read_plan_or_certificate
 from elk_opt.commands.flags import (
     add_exec_order,
     add_quiet,
@@ -22,7 +24,7 @@ from elk_opt.errors import UsageError
 from elk_opt.interrupts import sigint_stops, stop_requested
 from elk_opt.io import STDOUT, load_instance, save_plan
 from elk_opt.methods import METHODS, solve, with_exec_order, with_warm_plan
-from elk_opt.problem import Claims
+from elk_opt.problem import Claims, Instance, Plan
 from elk_opt.solution import SolveOptions
 
 
@@ -51,8 +53,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=nonnegative_int, default=0)
     add_timing(p)
     add_exec_order(p)
-    p.add_argument("--warm-start", default=None, metavar="METHOD",
-                   help="hint an exact solver with this method's plan")
+    p.add_argument("--warm-start", default=None, metavar="METHOD|PLAN",
+                   help="hint an exact solver with this method's plan, or start it from a "
+                        "plan file (a plan or a certificate of this instance; polish "
+                        "improves it)")
     p.add_argument("--verbose", action="store_true", help="show solver logs")
     add_quiet(p)
     p.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
@@ -99,10 +103,11 @@ def run(args: argparse.Namespace) -> int:
                              "leave out --exec-order free")
     with_exec_order(args.method, SolveOptions(exec_order=args.exec_order))  # refused: say so now
     instance = load_instance(args.instance)
+    warm_start, warm_plan = _warm_start(args.warm_start, instance, args.instance)
     options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
                            gap=args.gap, threads=args.threads,
                            seed=args.seed, timing=args.timing, exec_order=args.exec_order,
-                           warm_start=args.warm_start,
+                           warm_start=warm_start, warm_plan=warm_plan,
                            verbose=args.verbose, progress=not args.quiet,
                            params=parse_params(args.param))
     if not args.quiet:
@@ -133,3 +138,18 @@ def claimed(c: Claims) -> str:
     """A plan's claims in the words every command that writes a plan prints them."""
     bound = f", bound {c.lower_bound_ns:,} ns" if c.lower_bound_ns is not None else ""
     return f"makespan {c.makespan_ns:,} ns ({c.status}{bound})"
+
+
+def _warm_start(value: str | None, instance: Instance,
+                instance_path: str) -> tuple[str | None, Plan | None]:
+    """`--warm-start`: a method's name, or a plan (or certificate) file of this instance."""
+    if value is None or value in METHODS:
+        return value, None
+    if not Path(value).exists():
+        raise UsageError(f"--warm-start {value!r}: neither a method ({', '.join(METHODS)}) "
+                         f"nor a plan file")
+    plan, _certificate = read_plan_or_certificate(value)
+    if plan.instance != instance:
+        raise UsageError(f"--warm-start {value}: a plan of instance {plan.instance.name!r}, "
+                         f"not of {instance_path} ({instance.name!r})")
+    return (plan.claims.method if plan.claims is not None else "plan"), plan
