@@ -10,7 +10,11 @@ run to its end, as loads do, without a heavy execute beside it or a wait. The fl
 split a load's work over windows; this table shows where that is all that keeps a plan's
 stretch out of them.
 
-    python benchmarks/steady_windows.py PLAN_OR_CERT.json [--layer K]
+    python benchmarks/steady_windows.py PLAN_OR_CERT.json [--layer K] [--pairs]
+
+`--pairs` adds every pair of the layer's ops that moves data or touches the port: its load
+(ns, demand, space) and its execute (ns with warm-up, demand), and what it adds to the op's
+fastest execute, so that one can see what a change of pair that avoids a crossing costs.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("plan")
     ap.add_argument("--layer", type=int, help="default: the middle layer")
+    ap.add_argument("--pairs", action="store_true", help="list every pair of the layer's ops")
     args = ap.parse_args()
     plan, _certificate = read_plan_or_certificate(args.plan)
     instance, chip = plan.instance, plan.instance.chip
@@ -67,6 +72,17 @@ def main() -> None:
                                           > PORT else d) for i in w) // d for w in windows]
         print(f"| {instance.ops[j].name} | {load[j].duration_ns:,} | {d} | "
               + " | ".join(f"{c:,}" for c in caps) + " |")
+    if args.pairs:
+        print("\n| op | load ns | load demand | load space | execute ns | execute demand | "
+              "above the fastest |")
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for i in ops:
+            op = instance.ops[i]
+            uses = [(load_use(chip, q), exec_use(chip, p, w), q) for q, p, w in op.pairs()]
+            fastest = min(e.duration_ns for _l, e, _q in uses)
+            for lu, eu, q in sorted(uses, key=lambda u: (u[1].duration_ns, u[0].demand)):
+                print(f"| {op.name} | {lu.duration_ns:,} | {lu.demand} | {q.space_bytes:,} | "
+                      f"{eu.duration_ns:,} | {eu.demand} | {eu.duration_ns - fastest:,} |")
 
 
 if __name__ == "__main__":
