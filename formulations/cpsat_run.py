@@ -32,22 +32,28 @@ def solve(solver: cp_model.CpSolver, model: cp_model.CpModel) -> int:
     result: list[int] = []
     failure: list[BaseException] = []
     done = threading.Event()
+    cancelled = threading.Event()  # set before the main thread unwinds: a late start skips
 
     def work() -> None:
         try:
-            result.append(solver.solve(model))
+            if not cancelled.is_set():
+                result.append(solver.solve(model))
         except BaseException as e:  # handed to the caller's thread below
             failure.append(e)
         finally:
             done.set()
 
-    threading.Thread(target=work, daemon=True).start()
+    worker = threading.Thread(target=work, daemon=True)
     try:
+        worker.start()  # inside the try: a signal landing as it returns still waits below
         while not done.wait(POLL_S):  # wakes up so that a signal's handler can run
             if stop_requested():
                 solver.stop_search()  # harmless if repeated, or before the solve began
     except BaseException:  # KeyboardInterrupt, Terminated: stop, wait, then unwind
-        while not done.wait(POLL_S):
+        # a thread without an ident has not reached `work`, which now skips the solve; one
+        # with an ident may be solving: it is stopped and waited for, never left running
+        cancelled.set()
+        while worker.ident is not None and not done.wait(POLL_S):
             solver.stop_search()
         raise
     if failure:
