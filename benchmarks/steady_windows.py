@@ -12,9 +12,9 @@ stretch out of them.
 
     python benchmarks/steady_windows.py PLAN_OR_CERT.json [--layer K] [--pairs]
 
-`--pairs` adds every pair of the layer's ops that moves data or touches the port: its load
-(ns, demand, space) and its execute (ns with warm-up, demand), and what it adds to the op's
-fastest execute, so that one can see what a change of pair that avoids a crossing costs.
+`--pairs` adds every pair of the layer's ops: its load (ns, demand, space) and its execute
+(ns with warm-up, demand), and what it adds to the op's fastest execute, so that one can see
+what a change of pair that avoids a crossing costs.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import argparse
 
 from elk_opt.certification.certificate import read_plan_or_certificate
-from elk_opt.noc import HALF, PORT, exec_use, load_use
+from elk_opt.noc import exec_use, load_use, shares
 from formulations.lns_windows import layer_runs
 
 
@@ -44,12 +44,12 @@ def main() -> None:
             for j in ops}
     moving = [j for j in ops if load[j].duration_ns]
 
-    def stretches(d_load: int, d_exec: int) -> bool:
-        return d_exec > HALF and d_load + d_exec > PORT
+    def slowed(d_load: int, d_exec: int) -> bool:  # the execute gets less than its demand
+        return shares(d_load, d_exec)[1] < d_exec
 
     windows, current = [], []
     for i in ops:
-        if any(stretches(load[j].demand, run[i].demand) for j in moving):
+        if any(slowed(load[j].demand, run[i].demand) for j in moving):
             if current:
                 windows.append(current)
             current = []
@@ -68,8 +68,8 @@ def main() -> None:
     print("|---|---:|---:|" + "---:|" * len(windows))
     for j in moving:
         d = load[j].demand
-        caps = [sum(run[i].duration_ns * (min(d, PORT - run[i].demand) if d + run[i].demand
-                                          > PORT else d) for i in w) // d for w in windows]
+        caps = [sum(run[i].duration_ns * shares(d, run[i].demand)[0] for i in w) // d
+                for w in windows]
         print(f"| {instance.ops[j].name} | {load[j].duration_ns:,} | {d} | "
               + " | ".join(f"{c:,}" for c in caps) + " |")
     if args.pairs:

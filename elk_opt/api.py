@@ -16,7 +16,7 @@ from elk_opt.bounds import limits
 from elk_opt.errors import UsageError
 from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Chip, ExecOrder, Instance, Plan, Timing
-from elk_opt.solution import SolveOptions
+from elk_opt.solution import SolveOptions, warm_start_from
 
 if TYPE_CHECKING:
     from elk_opt.attribution import Attribution
@@ -189,8 +189,7 @@ def _options(options: SolveOptions | None, *, warm_start: str | Plan | None,
     given = {k: v for k, v in fields.items() if v is not None}
     _check_timing(given.get("timing"))
     if isinstance(warm_start, Plan):
-        method = warm_start.claims.method if warm_start.claims else "plan"
-        given.update(warm_start=method, warm_plan=warm_start)
+        given.update(warm_start_from(warm_start))
     elif warm_start is not None:
         given.update(warm_start=warm_start, warm_plan=None)
     return replace(options or SolveOptions(), **given)

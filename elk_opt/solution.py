@@ -45,6 +45,13 @@ class SolveOptions:
     params: Mapping[str, Any] = field(default_factory=dict)  # method-specific knobs
 
 
+def warm_start_from(plan: Plan) -> dict[str, Any]:
+    """The `SolveOptions` fields that start a method from `plan`: the plan, named by the
+    method that made it ("plan" when it carries no claims)."""
+    return {"warm_start": plan.claims.method if plan.claims is not None else "plan",
+            "warm_plan": plan}
+
+
 def make_plan(
     instance: Instance,
     choice: Sequence[Choice],

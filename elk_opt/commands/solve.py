@@ -24,8 +24,8 @@ from elk_opt.errors import UsageError
 from elk_opt.interrupts import sigint_stops, stop_requested
 from elk_opt.io import STDOUT, load_instance, save_plan
 from elk_opt.methods import METHODS, solve, with_exec_order, with_warm_plan
-from elk_opt.problem import Claims, Instance, Plan
-from elk_opt.solution import SolveOptions
+from elk_opt.problem import Claims, Instance
+from elk_opt.solution import SolveOptions, warm_start_from
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -103,11 +103,11 @@ def run(args: argparse.Namespace) -> int:
                              "leave out --exec-order free")
     with_exec_order(args.method, SolveOptions(exec_order=args.exec_order))  # refused: say so now
     instance = load_instance(args.instance)
-    warm_start, warm_plan = _warm_start(args.warm_start, instance, args.instance)
+    warm = _warm_start(args.warm_start, instance, args.instance)
     options = SolveOptions(time_limit_s=args.time_limit, work_limit=args.work_limit,
                            gap=args.gap, threads=args.threads,
                            seed=args.seed, timing=args.timing, exec_order=args.exec_order,
-                           warm_start=warm_start, warm_plan=warm_plan,
+                           **warm,
                            verbose=args.verbose, progress=not args.quiet,
                            params=parse_params(args.param))
     if not args.quiet:
@@ -140,11 +140,11 @@ def claimed(c: Claims) -> str:
     return f"makespan {c.makespan_ns:,} ns ({c.status}{bound})"
 
 
-def _warm_start(value: str | None, instance: Instance,
-                instance_path: str) -> tuple[str | None, Plan | None]:
-    """`--warm-start`: a method's name, or a plan (or certificate) file of this instance."""
+def _warm_start(value: str | None, instance: Instance, instance_path: str) -> dict[str, Any]:
+    """`--warm-start` as `SolveOptions` fields: a method's name, or a plan (or certificate)
+    file of this instance."""
     if value is None or value in METHODS:
-        return value, None
+        return {"warm_start": value}
     if not Path(value).exists():
         raise UsageError(f"--warm-start {value!r}: neither a method ({', '.join(METHODS)}) "
                          f"nor a plan file")
@@ -152,4 +152,4 @@ def _warm_start(value: str | None, instance: Instance,
     if plan.instance != instance:
         raise UsageError(f"--warm-start {value}: a plan of instance {plan.instance.name!r}, "
                          f"not of {instance_path} ({instance.name!r})")
-    return (plan.claims.method if plan.claims is not None else "plan"), plan
+    return warm_start_from(plan)
