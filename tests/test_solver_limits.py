@@ -206,6 +206,15 @@ def test_sigint_stops_highs_at_once_with_its_incumbent():
     assert h.getInfo().primal_solution_status == 2  # the incumbent is kept
 
 
+def test_an_error_inside_highs_reaches_the_caller():
+    class Failing(highspy.Highs):
+        def run(self):
+            raise RuntimeError("solver failed")
+
+    with pytest.raises(RuntimeError, match="solver failed"):
+        run_interruptible(Failing())
+
+
 def _started(tmp_path: Path, args: list[str], ready: str) -> tuple[subprocess.Popen, Path]:
     """`elk-opt` running on a hard instance, once it printed `ready` on stderr; and its output."""
     inst, out = tmp_path / "i.json", tmp_path / "out.json"
