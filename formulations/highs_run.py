@@ -17,9 +17,8 @@ import threading
 
 import highspy
 
-from elk_opt.interrupts import stop_requested, stopping
-
-POLL_S = 0.1  # how often the waiting thread wakes up so that a signal's handler can run
+from elk_opt.interrupts import stopping
+from formulations.solver_thread import run_stoppable
 
 
 def new_highs(verbose: bool) -> highspy.Highs:
@@ -51,49 +50,26 @@ def run_interruptible(h: highspy.Highs) -> bool:
     Like CP-SAT, it listens for SIGINT during the solve even where the process was started
     with SIGINT ignored (a background job of a script). Under `sigint_stops` a SIGINT that
     arrived before (in model building) stops it at once. A SIGTERM (Terminated) cancels the
-    solve and is raised again once HiGHS has returned, never while its threads run: the
-    worker thread starts inside the `try` that waits for it, and one that has not yet reached
-    the solve skips it (as in formulations.cpsat_run.solve).
+    solve and is raised again once HiGHS has returned, never while its threads run
+    (formulations.solver_thread, as for CP-SAT).
     """
     h.HandleUserInterrupt = True  # HiGHS's callbacks stop the solve once cancelSolve is called
     listening = threading.current_thread() is threading.main_thread()
     previous = None
     if listening and not stopping():
         previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    done, cancelled = threading.Event(), threading.Event()
-    failure: list[BaseException] = []
-
-    def work() -> None:
-        try:
-            if not cancelled.is_set():
-                h.run()
-        except BaseException as e:  # handed to the caller's thread below
-            failure.append(e)
-        finally:
-            done.set()
-
-    worker = threading.Thread(target=work, daemon=True)
     interrupted = False
+
+    def stop() -> None:
+        nonlocal interrupted
+        interrupted = True
+        h.cancelSolve()
+
     try:
-        worker.start()
-        while not done.wait(POLL_S):
-            if stop_requested() and not interrupted:
-                interrupted = True
-                h.cancelSolve()
-    except BaseException as stop:  # SIGINT (KeyboardInterrupt) or SIGTERM (Terminated)
-        cancelled.set()
-        while worker.ident is not None and not done.is_set():
-            try:  # a thread with an ident may be solving: stop it and wait, never leave it
-                h.cancelSolve()
-                done.wait(POLL_S)
-            except KeyboardInterrupt:  # a second Ctrl-C changes nothing
-                continue
-        if isinstance(stop, KeyboardInterrupt):
-            return True  # HiGHS keeps its incumbent and bound
-        raise
+        run_stoppable(h.run, stop)
+    except KeyboardInterrupt:
+        return True  # HiGHS keeps its incumbent and bound
     finally:
         if previous is not None:
             signal.signal(signal.SIGINT, previous)
-    if failure:
-        raise failure[0]
     return interrupted
