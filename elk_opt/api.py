@@ -307,16 +307,18 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                         progress=progress, exec_order=exec_order)
 
 
-def certify(instance_or_plan: Instance | Plan, *, timing: Timing | None = None,
+def certify(instance_or_plan: Instance | Plan | dict[str, Any], *, timing: Timing | None = None,
             time_limit_s: float = 600.0, threads: int = 2,
             progress: bool = False) -> dict[str, Any]:
     """An `elk-certificate/1` document, as `elk-opt certify -o` writes it: the best plan and
     lower bound found within `time_limit_s` seconds of wall clock (or the given plan, kept,
-    with a faster one found on the way under `better_plan`).
+    with a faster one found on the way under `better_plan`). Given a certificate (a parsed
+    document), its search goes on from its plan and bounds, and the result is never worse.
 
-    `timing`: default a plan's own, else shared-noc; a plan with another timing is a
-    UsageError, and so is a plan that fails `verify`. `progress`: the running best plan, bound
-    and gap on stderr. The search stops early when a bound meets the best plan.
+    `timing`: default a plan's own, else shared-noc; a plan or certificate with another
+    timing is a UsageError, and so is a plan that fails `verify` or a certificate that does
+    not hold. `progress`: the running best plan, bound and gap on stderr. The search stops
+    early when a bound meets the best plan.
     """
     from elk_opt.certification.run import certify as run
 

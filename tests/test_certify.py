@@ -36,7 +36,13 @@ from elk_opt.bounds.window import window_key
 from elk_opt.certification.certificate import exec_order
 from elk_opt.certification.check import check
 from elk_opt.certification.run import certify
-from elk_opt.certification.search import ELK_FULL_SHARE, HEURISTIC_SHARE, Found, _heuristics
+from elk_opt.certification.search import (
+    ELK_FULL_SHARE,
+    HEURISTIC_SHARE,
+    HEURISTICS,
+    Found,
+    _heuristics,
+)
 from elk_opt.certification.worker import Task, TimedOut, Worker
 from elk_opt.cli import main
 from elk_opt.errors import UsageError
@@ -245,6 +251,45 @@ def test_a_plan_in_another_execution_order_gets_only_bounds_for_any_order(worker
     assert any("execution order" in p for p in check(doc).problems)
 
 
+def _bounds_by_name(doc: dict) -> dict[str, int]:
+    return {b["name"]: b["ns"] for b in doc["bounds"] if b["ns"] is not None}
+
+
+def test_a_continued_certificate_is_never_worse_and_keeps_its_bounds(worker):
+    instance = elk_opt.synthetic_instance(ops=40, plans=3, seed=6)
+    first = certify(instance, time_limit_s=3, threads=1, worker=worker)
+    assert first["search"]["certified_plan"] == "found"
+    again = certify(copy.deepcopy(first), time_limit_s=3, threads=1, worker=worker)
+    assert_holds(again)
+    assert again["search"]["certified_plan"] == "found"
+    assert again["makespan_ns"] <= first["makespan_ns"]
+    assert again["lower_bound_ns"] >= first["lower_bound_ns"]
+    kept = _bounds_by_name(again)
+    for name, ns in _bounds_by_name(first).items():
+        assert kept[name] >= ns, name
+    phases = [p["phase"] for p in again["search"]["phases"]]
+    assert phases[0] == "continued"
+    gave = {p["phase"] for p in first["search"]["phases"]
+            if p["phase"] in HEURISTICS and p["outcome"][0].isdigit()}
+    assert gave and not gave & set(phases)  # their plans are the start's to beat
+
+
+@pytest.mark.parametrize("marked", [True, False])
+def test_a_continued_certificate_of_a_given_plan_keeps_certifying_it(worker, marked):
+    instance = elk_opt.synthetic_instance(ops=8, plans=3, seed=2)
+    given_plan = solve(instance, "basic", SolveOptions(timing="separate-noc"))
+    first = certify(given_plan, time_limit_s=4, threads=1, worker=worker)
+    assert first["search"]["certified_plan"] == "given" and "better_plan" in first
+    if not marked:  # written before the key existed: the better plan says it was given
+        del first["search"]["certified_plan"]
+    again = certify(first, time_limit_s=4, threads=1, worker=worker)
+    assert_holds(again)
+    for key in ("choice", "program"):
+        assert again["plan"][key] == plan_to_dict(given_plan)[key]
+    assert again["search"]["certified_plan"] == "given"
+    assert again["better_plan"]["makespan_ns"] <= first["better_plan"]["makespan_ns"]
+
+
 def test_the_api_refuses_a_timing_mismatch_and_a_zero_limit(certified):
     plan = load_plan_from(certified["plan"])
     with pytest.raises(UsageError, match="shared-noc.*separate-noc"):
@@ -344,8 +389,11 @@ def _bad(kind: str, inst: Path, plan: Path, tmp_path: Path) -> tuple[list[str], 
         inst.write_text("{")
         return ["certify", str(inst), "-o", cert], [str(inst), "invalid JSON"]
     if kind == "neither format":
+        inst.write_text('{"format": "elk-schedule/1"}')
+        return ["certify", str(inst), "-o", cert], [str(inst), "format", "elk-schedule/1"]
+    if kind == "certificate to continue unreadable":
         inst.write_text('{"format": "elk-certificate/1"}')
-        return ["certify", str(inst), "-o", cert], [str(inst), "format"]
+        return ["certify", str(inst), "-o", cert], [str(inst), "timing"]
     if kind == "output folder missing":
         return ["certify", str(inst), "-o", str(tmp_path / "no" / "cert.json")], \
             ["does not exist"]
@@ -357,6 +405,7 @@ def _bad(kind: str, inst: Path, plan: Path, tmp_path: Path) -> tuple[list[str], 
 
 @pytest.mark.parametrize("kind", ["timing mismatch", "zero time limit", "negative time limit",
                                   "missing file", "not JSON", "neither format",
+                                  "certificate to continue unreadable",
                                   "output folder missing", "unreadable certificate"])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(kind, files, tmp_path, capsys):
     inst, plan = files
@@ -370,6 +419,31 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(kind, files, tmp_path,
     for word in words:
         assert word in err[0], (word, err[0])
     assert set(tmp_path.rglob("*")) == before
+
+
+@pytest.mark.parametrize("kind", ["lowered makespan", "raised bound", "timing mismatch"])
+def test_a_certificate_that_does_not_hold_is_not_continued(kind, certified, tmp_path, capsys):
+    doc = copy.deepcopy(certified)
+    argv = []
+    if kind == "lowered makespan":
+        doc["makespan_ns"] -= 1
+        words = ["makespan_ns"]
+    elif kind == "raised bound":
+        doc["bounds"][0]["ns"] = doc["makespan_ns"] + 1
+        words = ["lower_bound_ns"]
+    else:
+        argv = ["--timing", "separate-noc"]
+        words = ["shared-noc", "separate-noc"]
+    source = tmp_path / "cert.json"
+    source.write_text(json.dumps(doc))
+    out = tmp_path / "more.json"
+    capsys.readouterr()
+    assert main(["certify", str(source), *argv, "--time-limit", "2", "-q", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(source) in err[0], err
+    for word in words:
+        assert word in err[0], (word, err[0])
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("name", ["instance", "plan", "certificate"])

@@ -193,7 +193,7 @@ def test_above_what_cpsat_solves_whole_a_slice_is_solved_once_and_tiled(monkeypa
     instance = synthetic_instance(ops=84, plans=3, seed=5, tightness=0.6)
     found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1)
     basic = solve(instance, "basic", SolveOptions(timing="shared-noc"))
-    search_module._offer_plan(found, basic)
+    search_module.offer_plan(found, basic)
     with Worker() as worker:
         worker.start()
         options = SolveOptions(timing="shared-noc", threads=1, work_limit=0.1)

@@ -1,4 +1,19 @@
-"""Certify an instance or a plan: check the request, search, build the document."""
+"""Certify an instance or a plan, or continue a certificate: check the request, search, build
+the document.
+
+Continuing a certificate (`elk-opt certify cert.json`) starts the search where the certificate
+stopped rather than from nothing. What a certificate records stays true: every bound it lists
+holds for every plan of its instance under its timing (in the orders the bound names), and its
+plans are plans of that instance. So the new search keeps those bounds (a bound computed again
+replaces its namesake only when higher), starts CP-SAT and polish from the faster of the plan
+and `better_plan`, and does not run again what would only rebuild that start: the heuristics
+that gave the certificate's search a plan, and the slice phase if it ran. The new
+certificate is never worse than the one it continues: the same plan or a faster one, the same
+bound or a higher one. A certificate of a given plan goes on certifying that plan
+(`search.certified_plan`; older certificates, which lack it, are taken as of a given plan when
+they hold a `better_plan`). The certificate is checked first (as `--check` does, without
+recomputing bounds): one that does not hold is not continued.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +21,13 @@ import math
 from typing import Any
 
 from elk_opt.certification.certificate import build
-from elk_opt.certification.search import Found, search
+from elk_opt.certification.search import HEURISTICS, Found, offer_bound, offer_plan, search
 from elk_opt.certification.worker import Worker
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
-from elk_opt.io import plan_to_dict
+from elk_opt.io import plan_from_dict, plan_to_dict
 from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Instance, Plan, Timing
+from elk_opt.solution import make_plan
 
 DEFAULT_TIME_LIMIT_S = 600.0
 
@@ -54,18 +70,68 @@ def prepare(source: Instance | Plan, *, timing: Timing | None = None,
                                   given_ns=given_ns)
 
 
+def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
+                      time_limit_s: float = DEFAULT_TIME_LIMIT_S, threads: int = 2,
+                      name: str = "the certificate") -> tuple[Instance, Found]:
+    """The instance and a search state holding what the certificate `doc` found (module
+    docstring); a UsageError when it does not hold or its timing is not `timing`."""
+    from elk_opt.certification.check import check
+
+    problems = check(doc, name, max_recompute_s=0).problems
+    if problems:
+        more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
+        raise UsageError(f"{name}: not continued, the certificate does not hold: {problems[0]}"
+                         f"{more} (`elk-opt certify --check` lists them)")
+    if timing is not None and doc["timing"] != timing:
+        raise UsageError(f"{name}: the certificate's timing is {doc['timing']}, but {timing} "
+                         "was asked for")
+    plan = plan_from_dict(doc["plan"], f"{name}: plan")
+    search_record = doc.get("search") or {}
+    given = search_record.get("certified_plan", "given" if "better_plan" in doc else "found")
+    instance, found = prepare(plan if given == "given" else plan.instance, timing=doc["timing"],
+                              time_limit_s=time_limit_s, threads=threads, name=name)
+    starts = [plan] + ([plan_from_dict(doc["better_plan"]["plan"], f"{name}: better_plan")]
+                       if "better_plan" in doc else [])
+    for start in starts:  # a given plan is offered by the search itself
+        if start is plan and given == "given":
+            continue
+        if start.claims is None:  # a tool's plan, kept as found: the search needs claims
+            start = make_plan(instance, start.choice, start.program, release_ns=start.release_ns,
+                              method="given", started=found.started, timing=found.timing)
+        offer_plan(found, start)
+    for entry in doc["bounds"]:
+        offer_bound(found, dict(entry))
+    before = [p for p in search_record.get("phases", []) if isinstance(p, dict)]
+    found.continued = name
+    found.sliced = any(str(p.get("phase", "")).startswith("slice") for p in before)
+    found.ran_before = frozenset(  # a heuristic's outcome starts with its plan's makespan
+        p["phase"] for p in before
+        if p.get("phase") in HEURISTICS and str(p.get("outcome", ""))[:1].isdigit())
+    skipped = sorted(found.ran_before) + (["the slices"] if found.sliced else [])
+    found.phases.append({"phase": "continued", "wall_s": 0.0, "outcome":
+                         f"{name}: plan {doc['makespan_ns']:,} ns, bound "
+                         f"{doc['lower_bound_ns']:,} ns ({doc.get('best_bound', '?')}); not run "
+                         f"again: {', '.join(skipped) if skipped else 'nothing'}"})
+    return instance, found
+
+
 def document(found: Found) -> dict[str, Any]:
     """The certificate of what `found` holds now."""
     return build(found.plan, found.timing, found.bound_list(), better=found.better,
                  search=found.summary())
 
 
-def certify(source: Instance | Plan, *, timing: Timing | None = None,
+def certify(source: Instance | Plan | dict[str, Any], *, timing: Timing | None = None,
             time_limit_s: float = DEFAULT_TIME_LIMIT_S, threads: int = 2,
             progress: bool = False, worker: Worker | None = None) -> dict[str, Any]:
     """Search within the time limit and return the certificate (elk_opt.certification.search);
-    `worker`: a running one to reuse (default: the search starts its own)."""
-    instance, found = prepare(source, timing=timing, time_limit_s=time_limit_s,
-                              threads=threads)
+    `source` a (parsed) certificate: continue it (module docstring). `worker`: a running one
+    to reuse (default: the search starts its own)."""
+    if isinstance(source, dict):
+        instance, found = prepare_continued(source, timing=timing, time_limit_s=time_limit_s,
+                                            threads=threads)
+    else:
+        instance, found = prepare(source, timing=timing, time_limit_s=time_limit_s,
+                                  threads=threads)
     search(instance, found, progress=progress, worker=worker)
     return document(found)

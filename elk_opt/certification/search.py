@@ -7,7 +7,9 @@ runs the solver phases in a process of their own):
    certificate exists from the first second on);
 2. the other heuristics, cheapest first (Static, LHS, Elk-Dyn, Elk-Full), within half the
    budget, of which ELK_FULL_SHARE is Elk-Full's whatever the others took; each runs under
-   its own time limit, so one cut short hands back its best plan so far;
+   its own time limit, so one cut short hands back its best plan so far (a search that
+   continues a certificate, elk_opt.certification.run, runs only those that did not hand
+   back a plan before: the others' plans are behind its start);
 3. rounds until the gap closes, the time is up, or nothing is left to try: the solver-backed
    bounds of `run_all.lower_bounds` within FIRST_BOUND_SHARE of what is left (again in a later
    round, within BOUND_SHARE, if one of them ran out of time or was deferred, with twice the
@@ -96,6 +98,8 @@ class Found:
     cut: bool = False  # whether a phase was cut short or not started for lack of time
     sliced: bool = False  # whether the slice phase ran (it runs once)
     deferred: bool = False  # the layer windows and the contiguous MIP wait for a later round
+    continued: str | None = None  # the certificate this search continues
+    ran_before: frozenset[str] = frozenset()  # the heuristics that gave it a plan before
 
     @property
     def plan(self) -> Plan:
@@ -160,10 +164,11 @@ class Found:
     def summary(self) -> dict[str, Any]:
         return {"time_limit_s": self.time_limit_s, "threads": self.threads,
                 "wall_s": round(self.elapsed(), 3), "stopped": self.stopped,
+                "certified_plan": "given" if self.given is not None else "found",
                 "phases": self.phases}
 
 
-def _offer_plan(found: Found, plan: Plan) -> bool:
+def offer_plan(found: Found, plan: Plan) -> bool:
     """Keep `plan` if it is the fastest plan so far in an order the search certifies."""
     assert plan.claims is not None
     if exec_order(plan) != "instance" and not found.free_order:
@@ -174,7 +179,7 @@ def _offer_plan(found: Found, plan: Plan) -> bool:
     return False
 
 
-def _offer_bound(found: Found, entry: dict[str, Any]) -> bool:
+def offer_bound(found: Found, entry: dict[str, Any]) -> bool:
     """Keep a bound entry if it covers the certified plan's order and beats its namesake;
     whether the best bound rose."""
     target = found.given if found.given is not None else found.best
@@ -215,10 +220,10 @@ def _call(found: Found, worker: Worker, task: Task, deadline: float) -> Any:
     except (KeyboardInterrupt, Terminated) as stop:
         partial = getattr(stop, "partial", None)
         if isinstance(partial, Plan):
-            _offer_plan(found, partial)
+            offer_plan(found, partial)
         elif isinstance(partial, dict):
             for row in partial["bounds"]:
-                _offer_bound(found, bound_entry(row))
+                offer_bound(found, bound_entry(row))
         raise
 
 
@@ -244,7 +249,7 @@ def search(instance: Instance, found: Found, *, progress: bool = False,
     worker.start()  # its imports overlap the cheap phase
     if found.given is not None:  # a start for CP-SAT and polish, if in the instance's order
         given = found.given
-        _offer_plan(found, make_plan(
+        offer_plan(found, make_plan(
             instance, given.choice, given.program, release_ns=given.release_ns,
             method=given.claims.method if given.claims else "given", started=found.started,
             timing=found.timing))
@@ -270,12 +275,12 @@ def search(instance: Instance, found: Found, *, progress: bool = False,
 def _cheap(instance: Instance, found: Found, options: SolveOptions) -> None:
     started = time.perf_counter()
     plan = solve(instance, "basic", options)
-    _offer_plan(found, plan)
+    offer_plan(found, plan)
     report = lower_bounds(instance, timing=found.timing, threads=found.threads, time_budget_s=0,
                           exec_order="free" if found.free_order else "instance")
     for row in report["bounds"]:
         if row["status"] != "skipped":
-            _offer_bound(found, bound_entry(row))
+            offer_bound(found, bound_entry(row))
     _record(found, "linear-time bounds, basic", started,
             f"basic {plan.claims.makespan_ns:,} ns, bound {found.lower():,} ns")
 
@@ -296,6 +301,8 @@ def _heuristic_limits(found: Found, method: str) -> tuple[float, float, float]:
 def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
                 progress: bool) -> None:
     for method in HEURISTICS:
+        if method in found.ran_before:
+            continue
         started = time.perf_counter()
         limit, ends, deadline = _heuristic_limits(found, method)
         if limit < MIN_PHASE_S:
@@ -311,7 +318,7 @@ def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker:
             _record(found, method, started, "ended: it overran its limit")
             found.cut = True
             continue
-        kept = _offer_plan(found, plan)
+        kept = offer_plan(found, plan)
         stopped = plan.claims.params.get("stopped")
         found.cut = found.cut or stopped is not None
         _record(found, method, started, f"{plan.claims.makespan_ns:,} ns"
@@ -361,7 +368,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
         return False
     gained = False
     for row in report["bounds"]:
-        gained = _offer_bound(found, bound_entry(row)) or gained
+        gained = offer_bound(found, bound_entry(row)) or gained
     _record(found, f"bounds (round {round_})", started,
             f"best {found.lower():,} ns" + (" (raised)" if gained else ""))
     _say(found, f"bounds, round {round_}", progress)
@@ -437,7 +444,7 @@ def _tile_slice(instance: Instance, found: Found, worker: Worker, layers: Layers
         return None
     assert plan.claims is not None
     tiled = best_tiling(instance, layers, plan, evaluate_plan(plan))
-    better = tiled is not None and _offer_plan(
+    better = tiled is not None and offer_plan(
         found, tiled_plan(instance, tiled[0], plan, count, started))
     _record(found, f"slice, {method}", started,
             f"{count} layers: {plan.claims.makespan_ns:,} ns ({plan.claims.status}), "
@@ -487,10 +494,10 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
         except UsageError as e:
             _record(found, method, started, f"failed: {e}")
             continue
-        kept = _offer_plan(found, plan)
+        kept = offer_plan(found, plan)
         raised = False
         if method == "cpsat" and plan.claims.lower_bound_ns is not None:
-            raised = _offer_bound(found, solver_bound_entry(
+            raised = offer_bound(found, solver_bound_entry(
                 plan, time.perf_counter() - started,
                 {"method": "cpsat", "time_limit_s": round(limit, 3), "threads": found.threads,
                  "warm_start": warm.claims.method, "floor_ns": floor}))

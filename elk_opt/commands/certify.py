@@ -1,16 +1,20 @@
-"""`elk-opt certify INSTANCE|PLAN -o cert.json`: the best plan and lower bound one budget buys,
-as an `elk-certificate/1`; `elk-opt certify --check cert.json` re-checks one.
+"""`elk-opt certify INSTANCE|PLAN|CERT -o cert.json`: the best plan and lower bound one budget
+buys, as an `elk-certificate/1`; `elk-opt certify --check cert.json` re-checks one.
 
 Given an instance, the certified plan is the best one found (heuristics, then CP-SAT and the
 LNS polish from the best so far) and the bound the best of every bound `elk-opt bound` computes
 (and CP-SAT's own, which covers the instance's execution order only). Given a plan (from any
 tool), that plan is certified; a faster one found on the way goes in `better_plan`. Without
 --timing a plan keeps its own timing (a plan file without one is separate-noc) and an instance
-gets shared-noc. The search stops when a bound meets the best plan or the time limit passes.
+gets shared-noc. Given a certificate, its search goes on for another budget from its plan and
+bounds (the heuristics are not run again), and the new certificate is never worse than it (a
+certificate of a given plan keeps certifying that plan). The search stops when a bound meets
+the best plan or the time limit passes.
 
 Exit codes: 0 certified (--check: valid); 1 the given plan breaks the rules (--check: the
 certificate is wrong, each problem on one line); 2 unusable input or flags (an unreadable file,
-a time limit of zero or less, a plan whose timing is not --timing), nothing written; 130 on
+a time limit of zero or less, a plan or certificate whose timing is not --timing, a
+certificate that does not hold), nothing written; 130 on
 SIGINT, 143 on SIGTERM: the best certificate found so far is written to -o (if the search had
 a plan, which it has from its first second) and the message says so.
 """
@@ -44,8 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("certify", help="a plan and a lower bound as one checkable certificate",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("input", nargs="?", metavar="INSTANCE.json|PLAN.json",
-                   help="an elk-instance/1 or elk-plan/1 file")
+    p.add_argument("input", nargs="?", metavar="INSTANCE.json|PLAN.json|CERT.json",
+                   help="an elk-instance/1 or elk-plan/1 file, or an elk-certificate/1 to "
+                        "continue")
     p.add_argument("-o", "--output", type=output_file, metavar="cert.json",
                    help="the certificate (required unless --check)")
     p.add_argument("--timing", choices=TIMINGS, default=None,
@@ -72,31 +77,41 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--check takes the certificate alone (no input file, no -o)")
         return _check(args.check, args.max_recompute_s, not args.quiet)
     if args.input is None or args.output is None:
-        raise UsageError("give INSTANCE.json or PLAN.json and -o cert.json (or --check cert.json)")
+        raise UsageError("give INSTANCE.json, PLAN.json or CERT.json and -o cert.json (or --check "
+                         "cert.json)")
     return _certify(args)
 
 
-def read_source(path: str) -> Instance | Plan:
-    """An instance or a plan file, told apart by its `format`."""
+def read_source(path: str) -> Instance | Plan | dict[str, Any]:
+    """An instance, a plan, or a certificate (its parsed document), told apart by `format`."""
+    from elk_opt.certification.certificate import FORMAT as CERTIFICATE_FORMAT
+
     raw = read_json(path)
     fmt = raw.get("format") if isinstance(raw, dict) else None
     if fmt == PLAN_FORMAT:
         return plan_from_dict(raw, path)
     if fmt == INSTANCE_FORMAT:
         return instance_from_dict(raw, path)
+    if fmt == CERTIFICATE_FORMAT:
+        return raw
     shown = repr(fmt) if isinstance(fmt, str) else "no format" if fmt is None else "not a string"
-    raise InputError(f"{path}: format: must be {INSTANCE_FORMAT!r} or {PLAN_FORMAT!r}, "
-                     f"got {shown}")
+    raise InputError(f"{path}: format: must be {INSTANCE_FORMAT!r}, {PLAN_FORMAT!r} or "
+                     f"{CERTIFICATE_FORMAT!r}, got {shown}")
 
 
 def _certify(args: argparse.Namespace) -> int:
-    from elk_opt.certification.run import PlanBreaksRules, document, prepare
+    from elk_opt.certification.run import PlanBreaksRules, document, prepare, prepare_continued
     from elk_opt.certification.search import search
 
     source = read_source(args.input)
     try:
-        instance, found = prepare(source, timing=args.timing, time_limit_s=args.time_limit,
-                                  threads=args.threads, name=args.input)
+        if isinstance(source, dict):
+            instance, found = prepare_continued(source, timing=args.timing,
+                                                time_limit_s=args.time_limit,
+                                                threads=args.threads, name=args.input)
+        else:
+            instance, found = prepare(source, timing=args.timing, time_limit_s=args.time_limit,
+                                      threads=args.threads, name=args.input)
     except PlanBreaksRules as e:
         print(f"elk-opt certify: {e}", file=sys.stderr)
         for line in e.violations:
@@ -104,7 +119,8 @@ def _certify(args: argparse.Namespace) -> int:
         return 1
     progress = not args.quiet
     if progress:
-        print(f"certifying {instance.name} ({len(instance.ops)} ops) under {found.timing}, "
+        what = "continuing " + args.input + " for " if found.continued else "certifying "
+        print(f"{what}{instance.name} ({len(instance.ops)} ops) under {found.timing}, "
               f"within {args.time_limit:g} s...", file=sys.stderr)
     try:
         search(instance, found, progress=progress)
