@@ -142,9 +142,11 @@ def main() -> None:
         writer.writeheader()
         writer.writerows(rows)
     text = table(rows)
+    budgets = ", ".join(f"{b:g}" for b in sorted({r["budget_s"] for r in rows}))
     (args.output / "certify_grid.md").write_text(
-        f"Machine: {platform.machine()}, {os.cpu_count()} cores; budget {args.time_limit:g} s "
-        f"per configuration, {args.threads} threads\n\n{text}\n")
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores; the rows' last budgets: "
+        f"{budgets} s per configuration (certify (s): the total over a row's runs)\n\n"
+        f"{text}\n")
     print(text)
 
 
