@@ -20,8 +20,6 @@ from __future__ import annotations
 
 import argparse
 import csv
-import gzip
-import json
 import os
 import platform
 import statistics
@@ -31,7 +29,8 @@ from pathlib import Path
 from elk_opt.api import certify, solve
 from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.frontend.zoo import model_instance
-from elk_opt.io import plan_to_dict
+from elk_opt.io import read_json, save_json, save_plan
+from elk_opt.problem import Instance
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.paper import BATCHES, KV_LENS, MODELS
 
@@ -49,23 +48,21 @@ def run_cell(model: str, batch: int, kv: int, cost_model: str, budget: float,
     key = f"{model}-b{batch}-kv{kv}-{cost_model}"
     done = cells / f"{key}.json"
     saved = cells / f"{key}.cert.json.gz"
-    before = json.loads(done.read_text()) if done.exists() else None
+    before = read_json(done) if done.exists() else None
     if before is not None and not again:
         return before
-    started = time.perf_counter()
     if before is None:
         instance = model_instance(model, DEFAULT_CHIP, batch=batch, kv_len=kv,
                                   cost_model=cost_model, noc_occupancy="bsp")
         elk_full = solve(instance, "elk-full", SolveOptions(timing="shared-noc"))
-        with gzip.open(cells / f"{key}.elk-full.plan.json.gz", "wt") as out:
-            json.dump(plan_to_dict(elk_full), out)
+        save_plan(cells / f"{key}.elk-full.plan.json.gz", elk_full)
         elk_full_ns, ops = elk_full.claims.makespan_ns, len(instance.ops)
-        started = time.perf_counter()
-        cert = certify(instance, timing="shared-noc", time_limit_s=budget, threads=threads)
+        source: Instance | dict = instance
     else:
-        with gzip.open(saved, "rt") as source:
-            cert = certify(json.load(source), time_limit_s=budget, threads=threads)
+        source = read_json(saved)
         elk_full_ns, ops = before["elk_full_ns"], before["ops"]
+    started = time.perf_counter()
+    cert = certify(source, timing="shared-noc", time_limit_s=budget, threads=threads)
     wall = time.perf_counter() - started
     best = max((b for b in cert["bounds"] if b["ns"] is not None), key=lambda b: b["ns"])
     row = {"model": model, "batch": batch, "kv": kv, "cost_model": cost_model,
@@ -76,14 +73,8 @@ def run_cell(model: str, batch: int, kv: int, cost_model: str, budget: float,
            "elk_full_gap": elk_full_ns / cert["lower_bound_ns"] - 1,
            "certify_s": round(wall + (before["certify_s"] if before else 0.0), 1),
            "budget_s": budget, "runs": 1 + (before.get("runs", 1) if before else 0)}
-    for path, text in ((saved, json.dumps(cert)), (done, json.dumps(row))):
-        tmp = path.with_name(path.name + ".tmp")  # a stopped run leaves the last cell whole
-        if path.suffix == ".gz":
-            with gzip.open(tmp, "wt") as out:
-                out.write(text)
-        else:
-            tmp.write_text(text)
-        os.replace(tmp, path)
+    save_json(saved, cert)  # each written whole or not at all: a stopped run resumes
+    save_json(done, row)
     return row
 
 

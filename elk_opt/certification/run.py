@@ -7,7 +7,8 @@ holds for every plan of its instance under its timing (in the orders the bound n
 plans are plans of that instance. So the new search keeps those bounds (a bound computed again
 replaces its namesake only when higher), starts CP-SAT and polish from the faster of the plan
 and `better_plan`, and does not run again what would only rebuild that start: the heuristics
-that gave the certificate's search a plan, and the slice phase if it ran. The new
+that gave a plan and the slice phase if it ran, in the certificate's search or in one it
+continued (`search.done`). The new
 certificate is never worse than the one it continues: the same plan or a faster one, the same
 bound or a higher one. A certificate of a given plan goes on certifying that plan
 (`search.certified_plan`; older certificates, which lack it, are taken as of a given plan when
@@ -21,7 +22,14 @@ import math
 from typing import Any
 
 from elk_opt.certification.certificate import build
-from elk_opt.certification.search import HEURISTICS, Found, offer_bound, offer_plan, search
+from elk_opt.certification.search import (
+    HEURISTICS,
+    SLICES,
+    Found,
+    offer_bound,
+    offer_plan,
+    search,
+)
 from elk_opt.certification.worker import Worker
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
@@ -46,14 +54,7 @@ def prepare(source: Instance | Plan, *, timing: Timing | None = None,
             name: str = "the plan") -> tuple[Instance, Found]:
     """The instance and an empty search state; a plan must pass `verify`, and its timing must
     be `timing` when one is asked for (`name` is how messages call the plan)."""
-    if not (isinstance(time_limit_s, int | float) and math.isfinite(time_limit_s)
-            and time_limit_s > 0):
-        raise UsageError(f"the time limit must be a positive number of seconds, got "
-                         f"{time_limit_s!r}")
-    if not isinstance(threads, int) or threads < 1:
-        raise UsageError(f"threads must be a positive integer, got {threads!r}")
-    if timing is not None and timing not in TIMINGS:
-        raise UsageError(f"unknown timing {timing!r}; choose one of {', '.join(TIMINGS)}")
+    _check_request(timing, time_limit_s, threads)
     if isinstance(source, Instance):
         return source, Found(timing or DEFAULT_TIMING, float(time_limit_s), threads)
     if timing is not None and source.timing != timing:
@@ -70,6 +71,17 @@ def prepare(source: Instance | Plan, *, timing: Timing | None = None,
                                   given_ns=given_ns)
 
 
+def _check_request(timing: Timing | None, time_limit_s: float, threads: int) -> None:
+    if not (isinstance(time_limit_s, int | float) and math.isfinite(time_limit_s)
+            and time_limit_s > 0):
+        raise UsageError(f"the time limit must be a positive number of seconds, got "
+                         f"{time_limit_s!r}")
+    if not isinstance(threads, int) or threads < 1:
+        raise UsageError(f"threads must be a positive integer, got {threads!r}")
+    if timing is not None and timing not in TIMINGS:
+        raise UsageError(f"unknown timing {timing!r}; choose one of {', '.join(TIMINGS)}")
+
+
 def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
                       time_limit_s: float = DEFAULT_TIME_LIMIT_S, threads: int = 2,
                       name: str = "the certificate") -> tuple[Instance, Found]:
@@ -77,6 +89,7 @@ def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
     docstring); a UsageError when it does not hold or its timing is not `timing`."""
     from elk_opt.certification.check import check
 
+    _check_request(timing, time_limit_s, threads)
     problems = check(doc, name, max_recompute_s=0).problems
     if problems:
         more = f" and {len(problems) - 1} more" if len(problems) > 1 else ""
@@ -86,33 +99,32 @@ def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
         raise UsageError(f"{name}: the certificate's timing is {doc['timing']}, but {timing} "
                          "was asked for")
     plan = plan_from_dict(doc["plan"], f"{name}: plan")
-    search_record = doc.get("search") or {}
-    given = search_record.get("certified_plan", "given" if "better_plan" in doc else "found")
-    instance, found = prepare(plan if given == "given" else plan.instance, timing=doc["timing"],
-                              time_limit_s=time_limit_s, threads=threads, name=name)
-    starts = [plan] + ([plan_from_dict(doc["better_plan"]["plan"], f"{name}: better_plan")]
-                       if "better_plan" in doc else [])
-    for start in starts:  # a given plan is offered by the search itself
-        if start is plan and given == "given":
-            continue
+    record = doc.get("search") or {}
+    given = record.get("certified_plan", "given" if "better_plan" in doc else "found") == "given"
+    # the check verified the plan and its makespan: a given plan needs neither again
+    found = Found(doc["timing"], float(time_limit_s), threads, given=plan if given else None,
+                  given_ns=doc["makespan_ns"] if given else None)
+    starts = [] if given else [plan]  # a given plan is offered by the search itself
+    if "better_plan" in doc:
+        starts.append(plan_from_dict(doc["better_plan"]["plan"], f"{name}: better_plan"))
+    for start in starts:
         if start.claims is None:  # a tool's plan, kept as found: the search needs claims
-            start = make_plan(instance, start.choice, start.program, release_ns=start.release_ns,
-                              method="given", started=found.started, timing=found.timing)
+            start = make_plan(plan.instance, start.choice, start.program,
+                              release_ns=start.release_ns, method="given",
+                              started=found.started, timing=found.timing)
         offer_plan(found, start)
     for entry in doc["bounds"]:
         offer_bound(found, dict(entry))
-    before = [p for p in search_record.get("phases", []) if isinstance(p, dict)]
+    done = set(record.get("done") or ())
     found.continued = name
-    found.sliced = any(str(p.get("phase", "")).startswith("slice") for p in before)
-    found.ran_before = frozenset(  # a heuristic's outcome starts with its plan's makespan
-        p["phase"] for p in before
-        if p.get("phase") in HEURISTICS and str(p.get("outcome", ""))[:1].isdigit())
-    skipped = sorted(found.ran_before) + (["the slices"] if found.sliced else [])
+    found.heuristics_done = done & set(HEURISTICS)
+    found.sliced = SLICES in done
+    skipped = sorted(found.heuristics_done) + (["the slices"] if found.sliced else [])
     found.phases.append({"phase": "continued", "wall_s": 0.0, "outcome":
                          f"{name}: plan {doc['makespan_ns']:,} ns, bound "
                          f"{doc['lower_bound_ns']:,} ns ({doc.get('best_bound', '?')}); not run "
                          f"again: {', '.join(skipped) if skipped else 'nothing'}"})
-    return instance, found
+    return plan.instance, found
 
 
 def document(found: Found) -> dict[str, Any]:

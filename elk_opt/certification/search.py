@@ -8,8 +8,8 @@ runs the solver phases in a process of their own):
 2. the other heuristics, cheapest first (Static, LHS, Elk-Dyn, Elk-Full), within half the
    budget, of which ELK_FULL_SHARE is Elk-Full's whatever the others took; each runs under
    its own time limit, so one cut short hands back its best plan so far (a search that
-   continues a certificate, elk_opt.certification.run, runs only those that did not hand
-   back a plan before: the others' plans are behind its start);
+   continues a certificate, elk_opt.certification.run, runs only those that have not given a
+   plan in the searches it continues, `search.done`: the others' plans are behind its start);
 3. rounds until the gap closes, the time is up, or nothing is left to try: the solver-backed
    bounds of `run_all.lower_bounds` within FIRST_BOUND_SHARE of what is left (again in a later
    round, within BOUND_SHARE, if one of them ran out of time or was deferred, with twice the
@@ -55,6 +55,7 @@ if TYPE_CHECKING:  # the solver modules load only when a phase needs them
     from formulations.lns_tiling import Layers
 
 HEURISTICS = ("static", "lhs", "elk-dyn", "elk-full")  # after Basic, cheapest first
+SLICES = "slices"  # the slice phase, as `search.done` names it
 HEURISTIC_SHARE = 0.5  # of the budget, at most, for the heuristics
 ELK_FULL_SHARE = 0.3  # of the budget, kept for Elk-Full within the heuristics' share
 HEURISTIC_GRACE = 0.05  # of the budget, past its limit before a heuristic's process is ended
@@ -99,7 +100,8 @@ class Found:
     sliced: bool = False  # whether the slice phase ran (it runs once)
     deferred: bool = False  # the layer windows and the contiguous MIP wait for a later round
     continued: str | None = None  # the certificate this search continues
-    ran_before: frozenset[str] = frozenset()  # the heuristics that gave it a plan before
+    # the heuristics that gave a plan, here or in the searches this one continues
+    heuristics_done: set[str] = field(default_factory=set)
 
     @property
     def plan(self) -> Plan:
@@ -165,6 +167,7 @@ class Found:
         return {"time_limit_s": self.time_limit_s, "threads": self.threads,
                 "wall_s": round(self.elapsed(), 3), "stopped": self.stopped,
                 "certified_plan": "given" if self.given is not None else "found",
+                "done": sorted(self.heuristics_done) + ([SLICES] if self.sliced else []),
                 "phases": self.phases}
 
 
@@ -301,7 +304,7 @@ def _heuristic_limits(found: Found, method: str) -> tuple[float, float, float]:
 def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
                 progress: bool) -> None:
     for method in HEURISTICS:
-        if method in found.ran_before:
+        if method in found.heuristics_done:
             continue
         started = time.perf_counter()
         limit, ends, deadline = _heuristic_limits(found, method)
@@ -319,6 +322,7 @@ def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker:
             found.cut = True
             continue
         kept = offer_plan(found, plan)
+        found.heuristics_done.add(method)
         stopped = plan.claims.params.get("stopped")
         found.cut = found.cut or stopped is not None
         _record(found, method, started, f"{plan.claims.makespan_ns:,} ns"
