@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import combinations
 
 from ortools.sat.python import cp_model
@@ -35,7 +35,14 @@ from formulations.common import (
 )
 from formulations.contention import candidates, stretch_limit
 from formulations.cpsat_order import FreeOrder, add_issue, add_order
-from formulations.cpsat_port import PortVars, Span, add_port, hint_port
+from formulations.cpsat_port import (
+    FixedLoad,
+    PortVars,
+    Span,
+    add_port,
+    fixed_losers,
+    hint_port,
+)
 from formulations.deadline import NO_DEADLINE, Deadline
 from formulations.replay import hinted_schedule
 
@@ -65,7 +72,8 @@ def build(instance: Instance, restrict: Restrictions,
           pairs: list[list[Pair]] | None = None, free_first: bool = False,
           chain: Sequence[int] = (), timing: Timing = "separate-noc",
           upper: int | None = None, lower: int | None = None,
-          deadline: Deadline = NO_DEADLINE, free: bool = False) -> CpsatModel:
+          deadline: Deadline = NO_DEADLINE, free: bool = False,
+          fixed_loads: Sequence[FixedLoad] = ()) -> CpsatModel:
     """Build the model; `fixed[j] = (pair index, slot)` pins op j's decisions and `chain`
     lists ops whose loads keep that order on the HBM (both used by polish).
 
@@ -74,7 +82,8 @@ def build(instance: Instance, restrict: Restrictions,
     modelled; `upper` and `lower` bound the makespan (a known plan's makespan and a known
     lower bound: every optimal schedule stays feasible). Raises OutOfTime when `deadline`
     passes first (checked once per op in the loops). `free`: the executes may run in any
-    order the dependencies allow (R2), without restrictions, pins or chains.
+    order the dependencies allow (R2), without restrictions, pins or chains. `fixed_loads`
+    (5b): loads outside the model, at fixed times, that slow the executes beside them.
     """
     shared = timing == "shared-noc"
     if shared and free_first:
@@ -112,7 +121,8 @@ def build(instance: Instance, restrict: Restrictions,
     found = candidates(pairs, lowest, deadline,
                        order.may_precede if order is not None else None) if shared else []
     stretch_load = {c.load for c in found if c.load_loses}
-    stretch_exec = {c.exec for c in found if c.exec_loses}
+    stretch_exec = {c.exec for c in found if c.exec_loses} | (
+        {i for _k, i in fixed_losers(pairs, fixed_loads)} if shared else set())
     exec_len: dict[int, cp_model.IntVar] = {}
     for i in range(n):
         deadline.check()
@@ -231,7 +241,7 @@ def build(instance: Instance, restrict: Restrictions,
         runs = [Span(exec_start[i], exec_end[i], exec_len.get(i, exec_end[i] - exec_start[i]),
                      max(stretch_limit(a.run_ns, a.run_d) for a in pairs[i])) for i in range(n)]
         port = add_port(m, pairs, pick, spans, runs, issued, found, lowest, big, deadline,
-                        ordered=order is None)
+                        ordered=order is None, fixed_loads=fixed_loads)
     if order is None:
         makespan = exec_end[-1]
     else:
@@ -270,9 +280,11 @@ def _lengths(ps: Sequence[Pair], attr: str, demand: str) -> cp_model.Domain:
     return cp_model.Domain.from_intervals([list(x) for x in spans])
 
 
-def add_hint(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
+def add_hint(cm: CpsatModel, instance: Instance, plan: Plan | None,
+             schedule: Schedule | None = None) -> None:
     """Hint the solver with a plan's decisions (when it executes in the instance's order, or
-    in any the dependencies allow for the free-order model)."""
+    in any the dependencies allow for the free-order model). `schedule` (5b): the times the
+    plan ran at beside the model's fixed loads, hinted instead of its own timing."""
     if cm.order is not None:
         _hint_free(cm, instance, plan)
         return
@@ -281,7 +293,8 @@ def add_hint(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
         return
     if cm.timing == "shared-noc":
         assert plan is not None
-        _hint_shared(cm, instance, plan, warm)
+        _hint_shared(cm, instance, plan, warm if schedule is None else
+                     replace(warm, schedule=schedule))
         return
     choice, slot, load_start = warm.choice, warm.slot, warm.schedule.load_start
     hint = cm.model.add_hint

@@ -13,7 +13,7 @@ d x length - its losses >= d x duration. Then the cuts of `_cover`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ortools.sat.python import cp_model
 
@@ -33,6 +33,19 @@ class PortVars:
     load_loss: dict[tuple[int, int], cp_model.IntVar]  # (j, i): port time load j loses to E<i>
     exec_loss: dict[tuple[int, int], cp_model.IntVar]
     candidates: list[Candidate]
+    # (k, i): fixed load k's overlap with E<i> (min of ends, max of starts, overlap) and loss
+    fixed: dict[tuple[int, int], tuple[cp_model.IntVar, ...]] = field(default_factory=dict)
+    fixed_loads: Sequence[FixedLoad] = ()
+
+
+@dataclass(frozen=True)
+class FixedLoad:
+    """A load outside the model at fixed times (polish's region model: a later op's load as
+    the incumbent runs it). It keeps its own time, but an execute beside it loses port time."""
+
+    start: int
+    end: int
+    demand: int
 
 
 @dataclass(frozen=True)
@@ -59,16 +72,21 @@ def add_port(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
              pick: Sequence[Sequence[cp_model.IntVar]], loads: Mapping[int, Span],
              execs: Sequence[Span], issued: Mapping[tuple[int, int], cp_model.IntVar],
              found: list[Candidate], lowest: Callable[[int], int], big: int,
-             deadline: Deadline = NO_DEADLINE, ordered: bool = True) -> PortVars:
+             deadline: Deadline = NO_DEADLINE, ordered: bool = True,
+             fixed_loads: Sequence[FixedLoad] = ()) -> PortVars:
     """Charge every candidate overlap its port losses and require each instruction's work,
     then add the cuts of `_cover`. OutOfTime once `deadline` passes (checked per candidate).
     `ordered`: the executes run in the instance's order (the free-order model passes False,
-    leaving out what only holds in that order)."""
+    leaving out what only holds in that order). `fixed_loads`: loads outside the model whose
+    port losses its executes pay too (`fixed_losers` says which)."""
     load_vals: dict[int, set[int]] = {}
     exec_vals: dict[int, set[int]] = {}
     for c in found:
         load_vals.setdefault(c.load, set()).update(x.load_d for x in c.combos)
         exec_vals.setdefault(c.exec, set()).update(x.exec_d for x in c.combos)
+    beside = fixed_losers(pairs, fixed_loads)
+    for (_k, i), ds in beside.items():
+        exec_vals.setdefault(i, set()).update(ds)
     load_lit = {(j, d): v for j, ds in load_vals.items()
                 for d, v in _literals(m, pairs[j], pick[j], "load_d", ds, f"ld{j}").items()}
     exec_lit = {(i, d): v for i, ds in exec_vals.items()
@@ -116,11 +134,43 @@ def add_port(m: cp_model.CpModel, pairs: Sequence[Sequence[Pair]],
             least = _least_loss(pairs[j], pairs[i], attr)
             if least:
                 m.add(lost >= least * o)
+    fixed: dict[tuple[int, int], tuple] = {}
+    fixed_loss: dict[tuple[int, int], cp_model.IntVar] = {}
+    for (k, i), ds in beside.items():
+        deadline.check()
+        f, run = fixed_loads[k], execs[i]
+        first_end = m.new_int_var(0, big, f"fe{k}_{i}")
+        m.add_min_equality(first_end, [f.end, run.end])
+        last_start = m.new_int_var(0, big, f"fs{k}_{i}")
+        m.add_max_equality(last_start, [f.start, run.start])
+        top = min(run.longest, f.end - f.start)
+        o = m.new_int_var(0, top, f"fo{k}_{i}")
+        m.add(o >= first_end - last_start)
+        lost = fixed_loss[-1 - k, i] = m.new_int_var(0, max(ds.values()) * top, f"fl{k}_{i}")
+        for d, loss in ds.items():
+            m.add(lost >= loss * o).only_enforce_if(exec_lit[i, d])
+        fixed[k, i] = (first_end, last_start, o, lost)
     _work(m, pairs, pick, loads, load_lit, load_loss, "load_ns", "load_d", 0)
-    _work(m, pairs, pick, dict(enumerate(execs)), exec_lit, exec_loss, "run_ns", "run_d", 1)
+    _work(m, pairs, pick, dict(enumerate(execs)), exec_lit, exec_loss | fixed_loss, "run_ns",
+          "run_d", 1)
     whole = {j for j in loads if all((j, i) in overlap for i in range(lowest(j), j))}
     _cover(m, pairs, pick, loads, execs, overlap, whole, big, ordered)
-    return PortVars(load_lit, exec_lit, overlap, load_loss, exec_loss, found)
+    return PortVars(load_lit, exec_lit, overlap, load_loss, exec_loss, found, fixed,
+                    fixed_loads)
+
+
+def fixed_losers(pairs: Sequence[Sequence[Pair]], fixed_loads: Sequence[FixedLoad]
+                 ) -> dict[tuple[int, int], dict[int, int]]:
+    """Per (fixed load k, execute i) that can lose port time beside it: the loss per ns of
+    overlap for each demand of i's pairs that loses."""
+    out: dict[tuple[int, int], dict[int, int]] = {}
+    for k, f in enumerate(fixed_loads):
+        for i, ps in enumerate(pairs):
+            ds = {a.run_d: losses(f.demand, a.run_d)[1] for a in ps if a.run_ns}
+            ds = {d: loss for d, loss in ds.items() if loss}
+            if ds:
+                out[k, i] = ds
+    return out
 
 
 def _least_loss(load_pairs: Sequence[Pair], exec_pairs: Sequence[Pair], attr: str) -> int:
@@ -223,3 +273,10 @@ def hint_port(hint, port: PortVars, picked: Sequence[Pair], schedule: Schedule) 
             hint(port.load_loss[j, i], combo.load_loss * o if combo else 0)
         if (j, i) in port.exec_loss:
             hint(port.exec_loss[j, i], combo.exec_loss * o if combo else 0)
+    for (k, i), (first_end, last_start, o, lost) in port.fixed.items():
+        f = port.fixed_loads[k]
+        ends, starts = min(f.end, schedule.exec_end[i]), max(f.start, schedule.exec_start[i])
+        hint(first_end, ends)
+        hint(last_start, starts)
+        hint(o, max(0, ends - starts))
+        hint(lost, losses(f.demand, picked[i].run_d)[1] * max(0, ends - starts))

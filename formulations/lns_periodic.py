@@ -151,15 +151,33 @@ def fit_sram(instance: Instance, choice: Sequence[Choice],
     return anchor
 
 
+def best_copy(instance: Instance, plan: Plan, schedule: Schedule, source: tuple[int, int],
+              members: Sequence[tuple[int, int]], beaten: Schedule) -> tuple[Plan, Schedule] | None:
+    """`plan` (timed as `schedule`) with `source` copied onto all its twins `members`, releases
+    shifted or not, whichever is faster, if it obeys R5 and lowers `beaten`'s key."""
+    found = None
+    for shift in (False, True):
+        cand = copy_layer(plan, schedule, source, members, shift)
+        s = evaluate(instance, cand.choice, cand.program, cand.release_ns, timing=plan.timing)
+        if (s.peak_sram_bytes <= instance.chip.sram_bytes
+                and move_key(s) < move_key(found[1] if found else beaten)):
+            found = (cand, s)
+    return found
+
+
+def in_order(plan: Plan) -> bool:
+    """Whether the plan executes in the instance's order (the copies rebuild that order)."""
+    return all(instr == ("E", i) for i, instr in
+               enumerate(x for x in plan.program if x[0] == "E"))
+
+
 def copy_twins(instance: Instance, plan: Plan, schedule: Schedule, deadline: float | None,
                stop: Callable[[], bool] = lambda: False) -> tuple[Plan, int]:
     """The plan (timed as `schedule`) with, per twin class, the best layer copied onto all
     its twins (if that gains), and how many classes were copied."""
     classes = twin_classes(instance)
-    if not classes or any(instr != ("E", i) for i, instr in
-                          enumerate(x for x in plan.program if x[0] == "E")):
+    if not classes or not in_order(plan):
         return plan, 0
-    sram = instance.chip.sram_bytes
 
     def out_of_time() -> bool:
         return stop() or (deadline is not None and time.perf_counter() >= deadline)
@@ -172,13 +190,8 @@ def copy_twins(instance: Instance, plan: Plan, schedule: Schedule, deadline: flo
         for source in by_span[:MAX_SOURCES]:
             if out_of_time():
                 return best, kept
-            for shift in (False, True):
-                cand = copy_layer(best, best_s, source, members, shift)
-                s = evaluate(instance, cand.choice, cand.program, cand.release_ns,
-                             timing=plan.timing)
-                beaten = found[1] if found else best_s
-                if s.peak_sram_bytes <= sram and move_key(s) < move_key(beaten):
-                    found = (cand, s)
+            found = best_copy(instance, best, best_s, source, members,
+                              found[1] if found else best_s) or found
         if found:
             best, best_s = found
             kept += 1

@@ -15,7 +15,9 @@ A kept window is applied to each of its twins (windows of identical layers, same
 by offset), each checked on the whole plan, so a repeated layer is solved once. Where a
 twin's neighbourhood differs and the splice is refused, whole layers are copied instead
 (`lns_periodic`, knob `periodic`): after each gain, each twin class's best copy of one layer
-onto all its twins, kept if the whole plan gains.
+onto all its twins, kept if the whole plan gains. A window whose splice the whole plan refuses
+has its layers copied onto their twins too (from the refused splice): a layer that loses in
+place, beside neighbours unlike it, can win as every layer's pattern.
 
 Windows are taken twin class by twin class, in decreasing total score (span minus a local
 lower bound: where the execute chain stalls), each class from an interior member out, and
@@ -41,13 +43,14 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from elk_opt.bounds.cheap import cheap_bound_by
 from elk_opt.deadline import Deadline
 from elk_opt.errors import UsageError
-from elk_opt.evaluate import evaluate
+from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.progress import say, track
@@ -66,7 +69,7 @@ from formulations.cpsat_run import Interrupt
 from formulations.fluid_floor import fluid_floor
 from formulations.ilp import TooLarge, lp_bound
 from formulations.lns_holds import hold_executes
-from formulations.lns_periodic import copy_twins
+from formulations.lns_periodic import best_copy, copy_twins, in_order, twin_classes
 from formulations.lns_region import (
     Incumbent,
     Region,
@@ -122,12 +125,15 @@ class _Search:
     """The incumbent and the moves that change it; every candidate is checked whole."""
 
     def __init__(self, instance: Instance, pairs: list[list[Pair]], plan: Plan,
-                 timing: Timing) -> None:
+                 timing: Timing, periodic: bool = False) -> None:
         self.instance, self.pairs, self.timing = instance, pairs, timing
         self.inc = _incumbent(instance, pairs, plan, timing)
         if self.inc.schedule.peak_sram_bytes > instance.chip.sram_bytes:
             raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
         self.improved = self.twins_applied = self.held = self.layers_copied = 0
+        self.refused_copied = 0  # refused windows whose layers, copied, gained
+        # the twin layer classes, for copies (`periodic`)
+        self.classes = twin_classes(instance) if periodic and in_order(plan) else []
         self.bound: int | None = None  # CP-SAT's bound, once a window was the whole instance
         self.op_sig = [signature(pairs, j, j + 1) for j in range(len(pairs))]
 
@@ -142,21 +148,51 @@ class _Search:
         """Splice a region's solution into the plan and keep the best splice (later releases
         moved by the region's gain or not, later preloads in their gap or behind the region's
         loads: `lns_region.splice`) if it beats the incumbent."""
+        return self.take(self.best_splice(r, choice, program, release, shift))
+
+    def take(self, spliced: tuple[Plan, Schedule] | None) -> bool:
+        """Make a splice the incumbent if it lowers the key."""
+        if spliced is None or move_key(spliced[1]) >= move_key(self.inc.schedule):
+            return False
+        self.inc = _incumbent(self.instance, self.pairs, spliced[0], self.timing)
+        return True
+
+    def best_splice(self, r: Region, choice: list[Choice], program: tuple[Instr, ...],
+                    release: Mapping[Instr, int], shift: int,
+                    model_loads: Mapping[int, int] | None = None
+                    ) -> tuple[Plan, Schedule] | None:
+        """The fastest splice of a region's solution that obeys R5, faster or not (with
+        `model_loads`, also the splice that follows the model's HBM timeline)."""
         best = None
         shifts = sorted({shift, 0}) if self.inc.plan.release_ns else [0]
-        for moved, keep_gap in itertools.product(shifts, (True, False)):
-            c, p, rel = splice(self.inc, r, choice, program, release, moved, keep_gap)
+        ways: list[tuple[bool, Mapping[int, int] | None]] = [(True, None), (False, None)]
+        if model_loads:
+            ways.append((False, model_loads))
+        for moved, (keep_gap, by_time) in itertools.product(shifts, ways):
+            c, p, rel = splice(self.inc, r, choice, program, release, moved, keep_gap, by_time)
             got = evaluate(self.instance, c, p, rel, timing=self.timing)
             if got.peak_sram_bytes > self.instance.chip.sram_bytes:
                 continue
-            if best is None or move_key(got) < move_key(best[0]):
-                best = (got, c, p, rel)
-        if best is None or move_key(best[0]) >= move_key(self.inc.schedule):
+            if best is None or move_key(got) < move_key(best[1]):
+                best = (Plan(instance=self.instance, choice=c, program=p, release_ns=rel,
+                             timing=self.timing), got)
+        return best
+
+    def copy_refused(self, r: Region, spliced: tuple[Plan, Schedule]) -> bool:
+        """A splice the whole plan refused, its window's layers copied onto all their twins:
+        kept if the whole plan gains. A layer that loses in place, beside neighbours that
+        differ from it, can win as every layer's pattern (the plans are periodic)."""
+        plan, schedule = spliced
+        best = None
+        for members in self.classes:
+            for source in members:
+                if source[0] < r.stop and r.first < source[1]:
+                    best = best_copy(self.instance, plan, schedule, source, members,
+                                     best[1] if best else self.inc.schedule) or best
+        if best is None:
             return False
-        _got, c, p, rel = best
-        plan = Plan(instance=self.instance, choice=c, program=p, release_ns=rel,
-                    timing=self.timing)
-        self.inc = _incumbent(self.instance, self.pairs, plan, self.timing)
+        self.inc = _incumbent(self.instance, self.pairs, best[0], self.timing)
+        self.refused_copied += 1
         return True
 
     def adopt(self, plan: Plan) -> bool:
@@ -194,7 +230,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     timing = options.timing
     pairs = feasible_pairs(instance, timing)
     n = len(pairs)
-    search = _Search(instance, pairs, options.warm_plan, timing)
+    search = _Search(instance, pairs, options.warm_plan, timing, knobs["periodic"])
     start_makespan = search.inc.schedule.makespan_ns
     deadline = None if options.time_limit_s is None else started + options.time_limit_s
     layers, window_time, width = knobs["layers"], float(knobs["window_time"]), knobs["width"]
@@ -297,7 +333,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     params = {"exec_order": "instance", **knobs, "passes": passes,
               "windows_solved": windows_solved, "windows_improved": search.improved,
               "twins_applied": search.twins_applied, "executes_held": search.held,
-              "layers_copied": search.layers_copied,
+              "layers_copied": search.layers_copied, "refused_copied": search.refused_copied,
               "whole_instance_bound_ns": search.bound,
               **({"given_floor_ns": floor} if options.floor_ns is not None
                  else {"fluid_bound_ns": floor}),
@@ -366,9 +402,12 @@ def _solve_window(search: _Search, w: Window, reach: tuple[int, int], limit: flo
         found = _propose(search, r, limit, options, interrupt)
         if found is None:
             return False
-        choice, program, release, shift = found
-        if search.offer(r, choice, program, release, shift):
+        spliced = search.best_splice(r, found.choice, found.program, found.release, found.shift,
+                                     found.model_loads)
+        if search.take(spliced):
             break
+        if spliced is not None and search.copy_refused(r, spliced):
+            return True  # its twins got it
         rest = left()
         limit = None if limit is None or rest is None else min(limit, rest)
         if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
@@ -381,16 +420,26 @@ def _solve_window(search: _Search, w: Window, reach: tuple[int, int], limit: flo
         if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
             break
         twin = region_at(instance, search.inc, r.lo + d, r.hi + d, w.first + d, w.stop + d)
-        if search.offer(twin, search.twin_choice(r, d, choice), program, release, shift):
+        if search.offer(twin, search.twin_choice(r, d, found.choice), found.program,
+                        found.release, found.shift):
             search.twins_applied += 1
     return True
 
 
+@dataclass(frozen=True)
+class _Proposal:
+    """A region model's solution that beats the incumbent there."""
+
+    choice: list[Choice]
+    program: tuple[Instr, ...]
+    release: dict[Instr, int]
+    shift: int  # the region's estimated gain (<= 0), for the releases after it
+    model_loads: dict[int, int]  # op -> the model's start of its load, for loads that take time
+
+
 def _propose(search: _Search, r: Region, limit: float | None, options: SolveOptions,
-             interrupt: Interrupt
-             ) -> tuple[list[Choice], tuple[Instr, ...], dict[Instr, int], int] | None:
-    """The region model's solution if it beats the incumbent there: (pairs, program,
-    releases, the region's estimated gain); None otherwise."""
+             interrupt: Interrupt) -> _Proposal | None:
+    """The region model's solution if it beats the incumbent there; None otherwise."""
     cm, value = region_model(search.instance, search.pairs, search.inc, r, search.timing)
     solver = solver_for(options, limit, search.timing)
     status = interrupt.solve(solver, cm.model)
@@ -408,5 +457,9 @@ def _propose(search: _Search, r: Region, limit: float | None, options: SolveOpti
         release, local = replay_shared(r.sub, program, times)
     else:
         local = evaluate(r.sub, times.choice, program, timing=search.timing)
-    shift = min(0, r.base + local.exec_end[-1] - search.inc.schedule.exec_end[r.hi - 1])
-    return times.choice, program, release, shift
+    # the model's end where it saw loads the replay of the region alone does not
+    end = max(local.exec_end[-1], times.exec_end[-1])
+    shift = min(0, r.base + end - search.inc.schedule.exec_end[r.hi - 1])
+    loads = {r.lo + k: r.base + t for k, (t, e) in
+             enumerate(zip(times.load_start, times.load_end, strict=True)) if e > t}
+    return _Proposal(times.choice, program, release, shift, loads)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 
 from elk_opt.bounds.cheap import best_cheap_bound
 from elk_opt.evaluate import evaluate, evaluate_plan
@@ -26,7 +27,7 @@ from formulations.lns_periodic import (
     program_of,
     twin_classes,
 )
-from formulations.lns_region import region_of, splice
+from formulations.lns_region import region_model, region_of, splice
 from formulations.lns_windows import windows
 from formulations.polish import _incumbent, _Search
 from tests.strategies import random_instances, synthetic_instances
@@ -99,6 +100,32 @@ def test_splicing_the_incumbents_own_region_gives_the_incumbent_back(instance, t
     choice, program, release = splice(inc, r, list(plan.choice[r.lo:r.hi]), own, {}, 0)
     assert program == plan.program and choice == plan.choice
     assert evaluate(instance, choice, program, release, timing=timing) == inc.schedule
+    # following the incumbent's own HBM timeline, with the later loads held at their starts
+    s = inc.schedule
+    timeline = {j: s.load_start[j] for j in range(r.lo, r.hi) if s.load_end[j] > s.load_start[j]}
+    choice, program, release = splice(inc, r, list(plan.choice[r.lo:r.hi]), own, {}, 0,
+                                      model_loads=timeline)
+    assert evaluate(instance, choice, program, release, timing=timing) == s
+
+
+@settings(max_examples=20, deadline=None)
+@given(synthetic_instances(max_ops=40, max_plans=4), st.integers(0, 2), st.data())
+def test_the_incumbent_solves_its_region_model_at_its_value(instance, margin, data):
+    # Under 5b its own times, beside the later loads the model holds fixed (their port share
+    # included), meet every constraint and give the value polish must beat.
+    timing = "shared-noc"
+    plan = run_method(instance, data.draw(st.sampled_from(["elk-dyn", "elk-full"])),
+                      SolveOptions(timing=timing))
+    pairs = feasible_pairs(instance, timing)
+    inc = _incumbent(instance, pairs, plan, timing)
+    w = data.draw(st.sampled_from(windows(instance, 0, 4, 3, data.draw(st.booleans()))))
+    r = region_of(instance, inc, w.first, w.stop, margin, data.draw(st.integers(0, 1)))
+    cm, value = region_model(instance, pairs, inc, r, timing)
+    solver = cp_model.CpSolver()
+    solver.parameters.fix_variables_to_their_hinted_value = True
+    solver.parameters.num_workers = 1
+    assert solver.solve(cm.model) in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    assert round(solver.objective_value) == value == inc.schedule.exec_end[r.hi - 1] - r.base
 
 
 def test_windows_follow_layers_and_cover_every_op_once():
@@ -275,9 +302,8 @@ def test_fitting_loads_into_sram_moves_only_what_breaks_r5(instance, timing, dat
     assert all(position["P", j] < position["E", j] for j in range(n))
 
 
-def test_copying_a_better_layer_onto_its_twins_lowers_the_makespan():
-    # Six identical layers, all Basic's but layer 2, which is Elk-Full's: the copies give
-    # every layer Elk-Full's pairs and load places, and the plan gains.
+def _one_good_layer() -> tuple[Plan, Plan, Plan]:
+    """Six identical layers: Basic's plan, Elk-Full's, and Basic's with layer 2 Elk-Full's."""
     instance = synthetic_instance(ops=72, plans=4, seed=1, tightness=0.6)
     n = len(instance.ops)
     weak = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
@@ -286,11 +312,37 @@ def test_copying_a_better_layer_onto_its_twins_lowers_the_makespan():
     choice = list(weak.choice)
     for j in range(24, 36):
         anchor[j], choice[j] = theirs[j], good.choice[j]
-    mixed = Plan(instance=instance, choice=tuple(choice), program=program_of(anchor, n),
-                 timing="shared-noc")
+    return weak, good, Plan(instance=instance, choice=tuple(choice),
+                            program=program_of(anchor, n), timing="shared-noc")
+
+
+def test_copying_a_better_layer_onto_its_twins_lowers_the_makespan():
+    # The copies give every layer Elk-Full's pairs and load places, and the plan gains.
+    _weak, _good, mixed = _one_good_layer()
+    instance = mixed.instance
     before = evaluate_plan(mixed)
     assert before.peak_sram_bytes <= instance.chip.sram_bytes
     plan, copies = copy_twins(instance, mixed, before, None)
     after = evaluate_plan(plan)
     assert copies == 1 and after.makespan_ns < 0.85 * before.makespan_ns  # 1,807,416 -> 1,460,368
     assert check(plan_to_dict(plan)).valid
+
+
+def test_a_refused_windows_layer_copied_onto_its_twins_is_kept_only_if_it_gains():
+    # The splice of layer 2 alone (Elk-Full's pairs and load places in a Basic plan) is the
+    # window's proposal; copied onto the five twins it beats both the incumbent and itself.
+    weak, good, mixed = _one_good_layer()
+    instance = mixed.instance
+    search = _Search(instance, feasible_pairs(instance, "shared-noc"), weak, "shared-noc",
+                     periodic=True)
+    r = region_of(instance, search.inc, 24, 36, 2)
+    assert not search.copy_refused(r, (weak, evaluate_plan(weak)))  # nothing new to copy
+    assert search.inc.plan is weak and search.refused_copied == 0
+    spliced = evaluate_plan(mixed)
+    assert search.copy_refused(r, (mixed, spliced)) and search.refused_copied == 1
+    kept = search.inc.plan
+    assert search.inc.schedule.makespan_ns < spliced.makespan_ns < evaluate_plan(weak).makespan_ns
+    assert all(kept.choice[f:s] == good.choice[24:36] for f, s in twin_classes(instance)[0])
+    assert check(plan_to_dict(kept)).valid
+    unperiodic = _Search(instance, feasible_pairs(instance, "shared-noc"), weak, "shared-noc")
+    assert not unperiodic.copy_refused(r, (mixed, spliced))  # the knob off: no copies

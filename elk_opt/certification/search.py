@@ -515,7 +515,8 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
 
 
 POLISH_MOVES = (("windows_improved", "windows improved"), ("twins_applied", "twins applied"),
-                ("layers_copied", "layer classes copied"), ("executes_held", "executes held"))
+                ("layers_copied", "layer classes copied"),
+                ("refused_copied", "refused windows copied"), ("executes_held", "executes held"))
 
 
 def _moves(plan: Plan) -> str:
