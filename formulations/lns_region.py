@@ -228,7 +228,8 @@ def splice(inc: Incumbent, r: Region, sub_choice: Sequence[Choice],
 
     `model_loads` (op -> the model's start of its load, for the region's loads that take
     time) places the later preloads by the model's HBM timeline instead, where the model held
-    them at their incumbent starts (`region_model`, under 5b): each after every region load
+    them at their incumbent starts (`region_model`: their HBM time, and under 5b their port
+    share): each after every region load
     the model starts no later, and released at its incumbent start. The HBM serves loads in
     program order, so a later preload issued ahead of a region load the model started first
     would delay that load.

@@ -69,7 +69,7 @@ from formulations.cpsat_run import Interrupt
 from formulations.fluid_floor import fluid_floor
 from formulations.ilp import TooLarge, lp_bound
 from formulations.lns_holds import hold_executes
-from formulations.lns_periodic import best_copy, copy_twins, in_order, twin_classes
+from formulations.lns_periodic import best_copy, copy_twins, twin_classes
 from formulations.lns_region import (
     Incumbent,
     Region,
@@ -132,8 +132,8 @@ class _Search:
             raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
         self.improved = self.twins_applied = self.held = self.layers_copied = 0
         self.refused_copied = 0  # refused windows whose layers, copied, gained
-        # the twin layer classes, for copies (`periodic`)
-        self.classes = twin_classes(instance) if periodic and in_order(plan) else []
+        # the twin layer classes, for copies (`periodic`; the plan is in the instance's order)
+        self.classes = twin_classes(instance) if periodic else []
         self.bound: int | None = None  # CP-SAT's bound, once a window was the whole instance
         self.op_sig = [signature(pairs, j, j + 1) for j in range(len(pairs))]
 
@@ -189,9 +189,8 @@ class _Search:
                 if source[0] < r.stop and r.first < source[1]:
                     best = best_copy(self.instance, plan, schedule, source, members,
                                      best[1] if best else self.inc.schedule) or best
-        if best is None:
+        if not self.take(best):
             return False
-        self.inc = _incumbent(self.instance, self.pairs, best[0], self.timing)
         self.refused_copied += 1
         return True
 

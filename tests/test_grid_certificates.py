@@ -5,7 +5,6 @@ are not recomputed here (`elk-opt certify --check FILE` does, in minutes per fil
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -23,5 +22,5 @@ def test_a_kept_certificate_holds_and_matches_its_row(key):
     path = CELLS / f"{key}.cert.json.gz"
     doc = read_json(path)
     assert check(doc, str(path), max_recompute_s=0).problems == []
-    row = json.loads((CELLS / f"{key}.json").read_text())
+    row = read_json(CELLS / f"{key}.json")
     assert (row["plan_ns"], row["bound_ns"]) == (doc["makespan_ns"], doc["lower_bound_ns"])
