@@ -73,7 +73,7 @@ def build(instance: Instance, restrict: Restrictions,
           chain: Sequence[int] = (), timing: Timing = "separate-noc",
           upper: int | None = None, lower: int | None = None,
           deadline: Deadline = NO_DEADLINE, free: bool = False,
-          fixed_loads: Sequence[FixedLoad] = ()) -> CpsatModel:
+          fixed_loads: Sequence[FixedLoad] = (), offset: int = 0) -> CpsatModel:
     """Build the model; `fixed[j] = (pair index, slot)` pins op j's decisions and `chain`
     lists ops whose loads keep that order on the HBM (both used by polish).
 
@@ -84,6 +84,8 @@ def build(instance: Instance, restrict: Restrictions,
     passes first (checked once per op in the loops). `free`: the executes may run in any
     order the dependencies allow (R2), without restrictions, pins or chains. `fixed_loads`
     (5b): loads outside the model, at fixed times, that slow the executes beside them.
+    `offset`: how late the model's work may begin (a region's boundary times): the horizon
+    is counted from there.
     """
     shared = timing == "shared-noc"
     if shared and free_first:
@@ -94,9 +96,9 @@ def build(instance: Instance, restrict: Restrictions,
     fixed = fixed or {}
     n = len(pairs)
     sram = instance.chip.sram_bytes
-    big = horizon(pairs) if not shared else 1 + sum(
+    big = offset + (horizon(pairs) if not shared else 1 + sum(
         max(stretch_limit(a.load_ns, a.load_d) for a in ps)
-        + max(stretch_limit(a.run_ns, a.run_d) for a in ps) for ps in pairs)
+        + max(stretch_limit(a.run_ns, a.run_d) for a in ps) for ps in pairs))
     if upper is not None:
         big = min(big, upper)  # every time of a schedule ends by its makespan
     m = cp_model.CpModel()
@@ -284,17 +286,19 @@ def add_hint(cm: CpsatModel, instance: Instance, plan: Plan | None,
              schedule: Schedule | None = None) -> None:
     """Hint the solver with a plan's decisions (when it executes in the instance's order, or
     in any the dependencies allow for the free-order model). `schedule` (5b): the times the
-    plan ran at beside the model's fixed loads, hinted instead of its own timing."""
+    plan ran at (a region's, beside the loads and executes the model holds fixed), hinted
+    instead of its own timing."""
     if cm.order is not None:
         _hint_free(cm, instance, plan)
         return
     warm = warm_decisions(instance, plan, cm.timing)
     if warm is None:
         return
+    if schedule is not None:
+        warm = replace(warm, schedule=schedule)
     if cm.timing == "shared-noc":
         assert plan is not None
-        _hint_shared(cm, instance, plan, warm if schedule is None else
-                     replace(warm, schedule=schedule))
+        _hint_shared(cm, instance, plan, warm)
         return
     choice, slot, load_start = warm.choice, warm.slot, warm.schedule.load_start
     hint = cm.model.add_hint
@@ -304,12 +308,14 @@ def add_hint(cm: CpsatModel, instance: Instance, plan: Plan | None,
         picked.append(ps[k])
         for kk, b in enumerate(cm.pick[j]):
             hint(b, kk == k)
-    # Times replayed with the hinted pairs (which may dominate the plan's own).
+    # Times replayed with the hinted pairs (which may dominate the plan's own), no execute
+    # before the plan's (a region's first may not start before the execute preceding it)
     run = [a.run_ns for a in picked]
     exec_end: list[int] = []
     for j, a in enumerate(picked):
         start = load_start[j] if j in cm.aux["len"] else 0
-        ready = max(exec_end[-1] if exec_end else 0, start + a.load_ns)
+        ready = max(exec_end[-1] if exec_end else 0, start + a.load_ns,
+                    warm.schedule.exec_start[j])
         exec_end.append(ready + run[j])
         hint(cm.exec_start[j], ready)
         hint(cm.exec_end[j], exec_end[j])

@@ -12,7 +12,8 @@ pinned ops) take their SRAM from every rule-R5 row they are pending at. Loads of
 issued before the region ends keep their HBM time as in the incumbent, and under 5b their port
 share too: an execute of the region beside one loses port time as beside a load of its own
 (`cpsat_port.FixedLoad`). Times are relative to the region's base (the earliest of those
-boundary times) so the model's horizon stays small. The incumbent's value in the model is its
+boundary times) so the model's horizon stays small; the horizon is counted from the latest
+of them. The incumbent's value in the model is its
 region's end as the whole plan runs it, and the hint is its own times there.
 
 Before the later loads' port share was modelled, the model under 5b promised gains the whole
@@ -34,7 +35,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from elk_opt.evaluate import Schedule, evaluate
+from elk_opt.evaluate import Schedule
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from formulations.common import Pair, Restrictions
 from formulations.cpsat_model import CpsatModel, add_hint, build
@@ -154,10 +155,14 @@ def region_model(instance: Instance, pairs: Sequence[Sequence[Pair]], inc: Incum
     # under 5b the later loads also slow the executes beside them (their port share)
     fixed_loads = [FixedLoad(start, end, pairs[x][inc.pick[x]].load_d)
                    for x, start, end in later] if timing == "shared-noc" else []
-    cm = build(r.sub, Restrictions(), fixed=fixed, pairs=sub_pairs, chain=chain, timing=timing,
-               fixed_loads=fixed_loads)
-    m = cm.model
     prev_end = (s.exec_end[lo - 1] if lo else 0) - r.base
+    # the region's work begins by then: its first execute may, its incoming loads did, and the
+    # later loads have left the HBM
+    begins = max([prev_end] + [s.load_start[j] - r.base for j in range(lo, hi)
+                               if inc.slot[j] < lo] + [end for _x, _start, end in later])
+    cm = build(r.sub, Restrictions(), fixed=fixed, pairs=sub_pairs, chain=chain, timing=timing,
+               fixed_loads=fixed_loads, offset=begins)
+    m = cm.model
     m.add(cm.exec_start[0] >= prev_end)
     for j in range(lo, hi):
         start = cm.load_start[j - lo]
@@ -169,13 +174,9 @@ def region_model(instance: Instance, pairs: Sequence[Sequence[Pair]], inc: Incum
             m.add(start >= prev_end)
     _later_pending_space(instance, cm, inc, r)
     _others_on_the_hbm(cm, later)
-    hint = _sub_plan(inc, r, timing)
-    if fixed_loads:  # the incumbent's own times, beside the fixed loads
-        add_hint(cm, r.sub, hint, _region_times(inc, r))
-        return cm, s.exec_end[hi - 1] - r.base
-    add_hint(cm, r.sub, hint)
-    value = evaluate(r.sub, hint.choice, hint.program, hint.release_ns, timing=timing).makespan_ns
-    return cm, value
+    # the hint: the incumbent's own times, beside the loads the model holds fixed
+    add_hint(cm, r.sub, _sub_plan(inc, r, timing), _region_times(inc, r))
+    return cm, s.exec_end[hi - 1] - r.base
 
 
 def _region_times(inc: Incumbent, r: Region) -> Schedule:

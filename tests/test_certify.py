@@ -255,6 +255,11 @@ def _bounds_by_name(doc: dict) -> dict[str, int]:
     return {b["name"]: b["ns"] for b in doc["bounds"] if b["ns"] is not None}
 
 
+def _bound_rounds_in(doc: dict) -> list[int]:
+    return [int(p["phase"].split()[-1][:-1]) for p in doc["search"]["phases"]
+            if p["phase"].startswith("bounds (round ")]
+
+
 def test_a_continued_certificate_is_never_worse_and_keeps_its_bounds(worker):
     instance = elk_opt.synthetic_instance(ops=40, plans=3, seed=6)
     first = certify(instance, time_limit_s=3, threads=1, worker=worker)
@@ -270,8 +275,15 @@ def test_a_continued_certificate_is_never_worse_and_keeps_its_bounds(worker):
     gave = {p["phase"] for p in first["search"]["phases"]
             if p["phase"] in HEURISTICS and p["outcome"][0].isdigit()}
     assert gave and set(first["search"]["done"]) & set(HEURISTICS) == gave
-    third = certify(copy.deepcopy(again), time_limit_s=3, threads=1, worker=worker)
+    older = copy.deepcopy(again)  # as written before `bound_rounds`: its phases say
+    del older["search"]["bound_rounds"]
+    third = certify(older, time_limit_s=3, threads=1, worker=worker)
     assert_holds(third)
+    for before, after in ((first, again), (again, third)):  # bound rounds go on, not anew
+        rounds = _bound_rounds_in(after)
+        assert all(r > before["search"]["bound_rounds"] for r in rounds)
+        assert after["search"]["bound_rounds"] == max(rounds, default=before["search"]
+                                                      ["bound_rounds"])
     for doc in (again, third):  # their plans are the start's to beat, continued twice too
         phases = [p["phase"] for p in doc["search"]["phases"]]
         assert phases[0] == "continued" and not gave & set(phases)

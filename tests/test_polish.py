@@ -6,6 +6,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
@@ -108,18 +109,37 @@ def test_splicing_the_incumbents_own_region_gives_the_incumbent_back(instance, t
     assert evaluate(instance, choice, program, release, timing=timing) == s
 
 
+@pytest.mark.parametrize("timing", TIMINGS)
 @settings(max_examples=20, deadline=None)
 @given(synthetic_instances(max_ops=40, max_plans=4), st.integers(0, 2), st.data())
-def test_the_incumbent_solves_its_region_model_at_its_value(instance, margin, data):
-    # Under 5b its own times, beside the later loads the model holds fixed (their port share
-    # included), meet every constraint and give the value polish must beat.
-    timing = "shared-noc"
+def test_the_incumbent_solves_its_region_model_at_its_value(timing, instance, margin, data):
+    # Its own times, beside the later loads the model holds fixed (under 5b their port share
+    # included), meet every constraint and give the value polish must beat; the first
+    # execute may start long after the region's base (a 9-op case once left the horizon).
     plan = run_method(instance, data.draw(st.sampled_from(["elk-dyn", "elk-full"])),
                       SolveOptions(timing=timing))
     pairs = feasible_pairs(instance, timing)
     inc = _incumbent(instance, pairs, plan, timing)
     w = data.draw(st.sampled_from(windows(instance, 0, 4, 3, data.draw(st.booleans()))))
     r = region_of(instance, inc, w.first, w.stop, margin, data.draw(st.integers(0, 1)))
+    _assert_the_incumbent_solves_its_region(instance, pairs, inc, r, timing)
+
+
+def test_a_region_that_starts_long_before_its_first_execute_admits_its_incumbent():
+    # ops 2-8 of this plan: the incoming load of op 2 starts at 36,851 ns, the region's first
+    # execute at 99,523, and the region's own loads and executes sum to 186,202 ns, less
+    # than its end (187,199): the model's horizon counts from its boundary times
+    instance = synthetic_instance(ops=9, plans=1, seed=0, tightness=0.0)
+    timing = "separate-noc"
+    plan = run_method(instance, "elk-dyn", SolveOptions(timing=timing))
+    pairs = feasible_pairs(instance, timing)
+    inc = _incumbent(instance, pairs, plan, timing)
+    r = region_of(instance, inc, 6, 9, 0)
+    assert (r.lo, r.base, inc.schedule.exec_start[r.lo]) == (2, 0, 99_523)
+    _assert_the_incumbent_solves_its_region(instance, pairs, inc, r, timing)
+
+
+def _assert_the_incumbent_solves_its_region(instance, pairs, inc, r, timing):
     cm, value = region_model(instance, pairs, inc, r, timing)
     solver = cp_model.CpSolver()
     solver.parameters.fix_variables_to_their_hinted_value = True

@@ -8,7 +8,9 @@ plans are plans of that instance. So the new search keeps those bounds (a bound 
 replaces its namesake only when higher), starts CP-SAT and polish from the faster of the plan
 and `better_plan`, and does not run again what would only rebuild that start: the heuristics
 that gave a plan and the slice phase if it ran, in the certificate's search or in one it
-continued (`search.done`). The new
+continued (`search.done`); and its bound rounds go on from the certificate's last
+(`search.bound_rounds`), so the bounds that finished are not solved again and the others get
+a later round's time per window. The new
 certificate is never worse than the one it continues: the same plan or a faster one, the same
 bound or a higher one. A certificate of a given plan goes on certifying that plan
 (`search.certified_plan`; older certificates, which lack it, are taken as of a given plan when
@@ -19,6 +21,7 @@ recomputing bounds): one that does not hold is not continued.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from elk_opt.certification.certificate import build
@@ -26,6 +29,7 @@ from elk_opt.certification.search import (
     HEURISTICS,
     SLICES,
     Found,
+    defers,
     offer_bound,
     offer_plan,
     search,
@@ -119,12 +123,21 @@ def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
     found.continued = name
     found.heuristics_done = done & set(HEURISTICS)
     found.sliced = SLICES in done
+    found.bound_rounds = record.get("bound_rounds", _rounds_run(record.get("phases") or ()))
+    found.deferred = defers(plan.instance, found.bound_rounds)
     skipped = sorted(found.heuristics_done) + (["the slices"] if found.sliced else [])
     found.phases.append({"phase": "continued", "wall_s": 0.0, "outcome":
                          f"{name}: plan {doc['makespan_ns']:,} ns, bound "
                          f"{doc['lower_bound_ns']:,} ns ({doc.get('best_bound', '?')}); not run "
                          f"again: {', '.join(skipped) if skipped else 'nothing'}"})
     return plan.instance, found
+
+
+def _rounds_run(phases: Any) -> int:
+    """The last bound round a certificate written before `search.bound_rounds` lists."""
+    rounds = [int(m.group(1)) for p in phases
+              if (m := re.fullmatch(r"bounds \(round (\d+)\)", str(p.get("phase"))))]
+    return max(rounds, default=0)
 
 
 def document(found: Found) -> dict[str, Any]:

@@ -13,7 +13,8 @@ runs the solver phases in a process of their own):
 3. rounds until the gap closes, the time is up, or nothing is left to try: the solver-backed
    bounds of `run_all.lower_bounds` within FIRST_BOUND_SHARE of what is left (again in a later
    round, within BOUND_SHARE, if one of them ran out of time or was deferred, with twice the
-   time per window and without the LPs and MIPs that finished, SOLVED_ONCE; on instances
+   time per window and without the LPs and MIPs that finished, SOLVED_ONCE; a search that
+   continues a certificate goes on from its last round; on instances
    CP-SAT solves whole, the layer windows wait for the second round: their CP-SAT
    relaxations of the same model cost the first round most of its time and CP-SAT's own
    search bounds tighter, as on the calibration layer, 26 s of windows to 192,562 ns where
@@ -102,6 +103,10 @@ class Found:
     continued: str | None = None  # the certificate this search continues
     # the heuristics that gave a plan, here or in the searches this one continues
     heuristics_done: set[str] = field(default_factory=set)
+    # the last bound round run, here or in the searches this one continues: a continued
+    # search goes on with the next round, not the first again (what finished is not solved
+    # again)
+    bound_rounds: int = 0
 
     @property
     def plan(self) -> Plan:
@@ -168,6 +173,7 @@ class Found:
                 "wall_s": round(self.elapsed(), 3), "stopped": self.stopped,
                 "certified_plan": "given" if self.given is not None else "found",
                 "done": sorted(self.heuristics_done) + ([SLICES] if self.sliced else []),
+                "bound_rounds": self.bound_rounds,
                 "phases": self.phases}
 
 
@@ -260,11 +266,9 @@ def search(instance: Instance, found: Found, *, progress: bool = False,
     _say(found, "linear-time bounds and Basic", progress)
     if not found.closed():
         _heuristics(instance, found, options, worker, progress)
-    rounds = 0
     while not found.closed() and found.left() >= MIN_PHASE_S:
-        rounds += 1
         ran = len(found.phases)
-        gained = _bound_round(instance, found, worker, rounds, progress)
+        gained = _bound_round(instance, found, worker, found.bound_rounds + 1, progress)
         gained = _plan_round(instance, found, options, worker, progress) or gained
         if len(found.phases) == ran or not (gained or _bounds_could_grow(found)
                                             or found.deferred):
@@ -339,6 +343,12 @@ def _bounds_could_grow(found: Found) -> bool:
                for b in found.bounds.values())
 
 
+def defers(instance: Instance, round_: int) -> bool:
+    """Whether bound round `round_` leaves the layer windows and the contiguous MIP to the
+    next (module docstring, phase 3)."""
+    return round_ == 1 and len(instance.ops) <= CPSAT_MAX_OPS
+
+
 def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
                  progress: bool) -> bool:
     if round_ > 1 and not (_bounds_could_grow(found) or found.deferred):
@@ -350,13 +360,14 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     if budget < MIN_PHASE_S:
         found.cut = True
         return False
+    found.bound_rounds = round_
     started = time.perf_counter()
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress}
     for name, limit in SOLVED_ONCE.items():  # a later round: what finished gives the same
         if found.bounds.get(name, {}).get("status") == "complete":
             args[limit] = 0
-    found.deferred = round_ == 1 and len(instance.ops) <= CPSAT_MAX_OPS
+    found.deferred = defers(instance, round_)
     if found.deferred:
         args["layers"] = 0
         args["fluid_contiguous_max_ops"] = 0
