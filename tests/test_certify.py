@@ -174,6 +174,22 @@ def test_check_catches_each_tampering(certified, name, tmp_path, capsys):
     assert out[0].startswith(f"{path}: INVALID:") and len(out) >= 2
 
 
+def test_a_time_limited_bound_recomputed_lower_matters_only_if_the_claim_rests_on_it(certified):
+    # on a busier machine a solver stopped by its clock reaches less: that alone is no sign
+    # the recorded bound is wrong, unless lower_bound_ns has nothing else to rest on
+    doc = copy.deepcopy(certified)
+    row = next(b for b in doc["bounds"] if b["name"] == "fluid")
+    row["status"], row["params"] = "time-limit", {**row["params"], "time_limit_s": 1e-9}
+    assert row["ns"] <= max(b["ns"] for b in doc["bounds"] if b is not row and b["ns"])
+    checked = check(doc)
+    assert checked.problems == []
+    assert [line.split(":")[0] for line in checked.unconfirmed] == [
+        f"bounds[{doc['bounds'].index(row)}] fluid"]
+    row["ns"] = doc["lower_bound_ns"] + 1  # now the claim rests on it alone
+    _retotal(doc)
+    assert any("rests on it" in line for line in check(doc).problems)
+
+
 def test_an_untampered_certificate_passes_the_command(certified, tmp_path, capsys):
     path = tmp_path / "cert.json"
     path.write_text(json.dumps(certified))

@@ -165,6 +165,7 @@ def _check(path: str, max_recompute_s: float, progress: bool) -> int:
         return 1
     skipped = f"; not recomputed: {', '.join(checked.not_recomputed)}" \
         if checked.not_recomputed else ""
+    doubts = f"; unconfirmed: {'; '.join(checked.unconfirmed)}" if checked.unconfirmed else ""
     print(f"{path}: valid: {_summary(doc)}; {len(checked.recomputed)} bound(s) recomputed"
-          f"{skipped}")
+          f"{skipped}{doubts}")
     return 0
