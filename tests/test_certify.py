@@ -35,7 +35,7 @@ from elk_opt.bounds.run_all import (
 from elk_opt.bounds.window import window_key
 from elk_opt.certification.certificate import exec_order
 from elk_opt.certification.check import check
-from elk_opt.certification.run import certify
+from elk_opt.certification.run import certify, prepare_continued
 from elk_opt.certification.search import (
     ELK_FULL_SHARE,
     HEURISTIC_SHARE,
@@ -272,8 +272,9 @@ def _bounds_by_name(doc: dict) -> dict[str, int]:
 
 
 def _bound_rounds_in(doc: dict) -> list[int]:
+    """The bound rounds that finished (their outcome names the best bound)."""
     return [int(p["phase"].split()[-1][:-1]) for p in doc["search"]["phases"]
-            if p["phase"].startswith("bounds (round ")]
+            if p["phase"].startswith("bounds (round ") and p["outcome"].startswith("best ")]
 
 
 def test_a_continued_certificate_is_never_worse_and_keeps_its_bounds(worker):
@@ -304,6 +305,19 @@ def test_a_continued_certificate_is_never_worse_and_keeps_its_bounds(worker):
         phases = [p["phase"] for p in doc["search"]["phases"]]
         assert phases[0] == "continued" and not gave & set(phases)
         assert gave <= set(doc["search"]["done"])
+
+
+def test_a_bound_round_that_did_not_finish_is_run_again_when_continued(certified):
+    doc = copy.deepcopy(certified)
+    del doc["search"]["bound_rounds"]  # as written before the key: its phases say
+    doc["search"]["phases"] = [
+        {"phase": "bounds (round 1)", "wall_s": 9.0, "outcome": "best 1 ns (raised)"},
+        {"phase": "bounds (round 2)", "wall_s": 9.0, "outcome": "stopped at the round's "
+                                                                "deadline"}]
+    assert prepare_continued(doc, time_limit_s=1)[1].bound_rounds == 1
+    doc["search"]["bound_rounds"] = 0  # none finished: the next search starts at round 1
+    _instance, found = prepare_continued(doc, time_limit_s=1)
+    assert found.bound_rounds == 0 and not found.deferred
 
 
 @pytest.mark.parametrize("marked", [True, False])

@@ -134,9 +134,12 @@ def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
 
 
 def _rounds_run(phases: Any) -> int:
-    """The last bound round a certificate written before `search.bound_rounds` lists."""
+    """The last bound round that finished in a certificate written before
+    `search.bound_rounds` (its outcome names the best bound; a round stopped at its deadline
+    or failed says so instead)."""
     rounds = [int(m.group(1)) for p in phases
-              if (m := re.fullmatch(r"bounds \(round (\d+)\)", str(p.get("phase"))))]
+              if (m := re.fullmatch(r"bounds \(round (\d+)\)", str(p.get("phase"))))
+              and str(p.get("outcome")).startswith("best ")]
     return max(rounds, default=0)
 
 

@@ -103,9 +103,9 @@ class Found:
     continued: str | None = None  # the certificate this search continues
     # the heuristics that gave a plan, here or in the searches this one continues
     heuristics_done: set[str] = field(default_factory=set)
-    # the last bound round run, here or in the searches this one continues: a continued
-    # search goes on with the next round, not the first again (what finished is not solved
-    # again)
+    # the last bound round that finished, here or in the searches this one continues: a
+    # continued search goes on with the next round, not the first again (what finished is
+    # not solved again)
     bound_rounds: int = 0
 
     @property
@@ -266,9 +266,11 @@ def search(instance: Instance, found: Found, *, progress: bool = False,
     _say(found, "linear-time bounds and Basic", progress)
     if not found.closed():
         _heuristics(instance, found, options, worker, progress)
+    rounds = found.bound_rounds
     while not found.closed() and found.left() >= MIN_PHASE_S:
+        rounds += 1
         ran = len(found.phases)
-        gained = _bound_round(instance, found, worker, found.bound_rounds + 1, progress)
+        gained = _bound_round(instance, found, worker, rounds, progress)
         gained = _plan_round(instance, found, options, worker, progress) or gained
         if len(found.phases) == ran or not (gained or _bounds_could_grow(found)
                                             or found.deferred):
@@ -360,7 +362,6 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     if budget < MIN_PHASE_S:
         found.cut = True
         return False
-    found.bound_rounds = round_
     started = time.perf_counter()
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress}
@@ -381,6 +382,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     except UsageError as e:
         _record(found, f"bounds (round {round_})", started, f"failed: {e}")
         return False
+    found.bound_rounds = round_
     gained = False
     for row in report["bounds"]:
         gained = offer_bound(found, bound_entry(row)) or gained
