@@ -45,6 +45,8 @@ METHODS: dict[str, MethodInfo] = {
     "elk-full": MethodInfo("heuristics.elk_full:solve", "heuristic",
                            "Elk-Dyn over permuted per-layer preload orders, best kept",
                            exec_orders=("instance", "free")),
+    "elk-full-lp": MethodInfo("heuristics.lp_pairs:solve", "heuristic",
+                              "Elk-Full at the pairs the fluid LP relaxation picks"),
     "lhs": MethodInfo("heuristics.lhs:solve", "heuristic",
                       "XLA's latency-hiding scheduler: a list scheduler over the DAG that moves "
                       "compute and loads under a memory limit",

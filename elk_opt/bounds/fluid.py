@@ -108,6 +108,7 @@ class _Lp:
         self.index: list[int] = []
         self.value: list[float] = []
         self.anchor: list[int] = []  # per column, the op it belongs to (elk_opt.bounds.periodic)
+        self.solution: np.ndarray | None = None  # the column values, once solved to optimum
 
     def column(self, cost: float = 0.0, anchor: int = -1) -> int:
         self.cost.append(cost)
@@ -136,6 +137,7 @@ class _Lp:
             raise KeyboardInterrupt
         if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
             return None
+        self.solution = np.asarray(h.getSolution().col_value)
         info = h.getInfo()
         return info.objective_function_value, max(0.0, info.sum_dual_infeasibilities)
 
@@ -272,6 +274,21 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
             lp.row(row, 0.0, 0.0)
     model.alone, model.work, model.phases, model.solo = alone, work, phases, solo
     return model
+
+
+def fluid_pairs(instance: Instance, timing: Timing, time_limit_s: float | None = None,
+                threads: int = 1, max_classes: int = 16) -> tuple[int, list[PairCost]] | None:
+    """The fluid LP's bound and, per op, the pair cost its optimum weighs most (None if the
+    LP did not finish): the pairs the relaxation finds cheapest for the whole model, a guide
+    for heuristics (heuristics.lp_pairs)."""
+    costs = [_undominated(cs) for cs in pair_costs(instance)]
+    model = build_fluid(costs, timing, max_classes)
+    bound = model.solve(time_limit_s, threads)
+    x = model.lp.solution
+    if bound is None or x is None:
+        return None
+    return bound, [cs[max(range(len(cs)), key=lambda a: x[picks[a]])]
+                   for cs, picks in zip(costs, model.pick, strict=True)]
 
 
 def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,

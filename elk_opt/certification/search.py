@@ -5,8 +5,9 @@ Phases, each given a share of what is left and stopped at its deadline (elk_opt.
 runs the solver phases in a process of their own):
 1. the linear-time bounds of `run_all.lower_bounds` and Basic, in this process (instant: a
    certificate exists from the first second on);
-2. the other heuristics, cheapest first (Static, LHS, Elk-Dyn, Elk-Full), within half the
-   budget, of which ELK_FULL_SHARE is Elk-Full's whatever the others took; each runs under
+2. the other heuristics, cheapest first (Static, LHS, Elk-Dyn, Elk-Full, then Elk-Full at
+   the fluid LP's pairs), within half the budget, of which ELK_FULL_SHARE is the two
+   Elk-Fulls' whatever the others took; each runs under
    its own time limit, so one cut short hands back its best plan so far (a search that
    continues a certificate, elk_opt.certification.run, runs only those that have not given a
    plan in the searches it continues, `search.done`: the others' plans are behind its start);
@@ -55,10 +56,11 @@ from elk_opt.solution import SolveOptions, make_plan
 if TYPE_CHECKING:  # the solver modules load only when a phase needs them
     from formulations.lns_tiling import Layers
 
-HEURISTICS = ("static", "lhs", "elk-dyn", "elk-full")  # after Basic, cheapest first
+HEURISTICS = ("static", "lhs", "elk-dyn", "elk-full", "elk-full-lp")  # after Basic, cheapest
+FULL = ("elk-full", "elk-full-lp")  # the heuristics ELK_FULL_SHARE is kept for
 SLICES = "slices"  # the slice phase, as `search.done` names it
 HEURISTIC_SHARE = 0.5  # of the budget, at most, for the heuristics
-ELK_FULL_SHARE = 0.3  # of the budget, kept for Elk-Full within the heuristics' share
+ELK_FULL_SHARE = 0.3  # of the budget, kept for the FULL heuristics within the heuristics' share
 HEURISTIC_GRACE = 0.05  # of the budget, past its limit before a heuristic's process is ended
 BOUND_SHARE = 0.4  # of what is left, for a round's solver-backed bounds
 # the first round's: the fluid LP it starts with is the bound that matters on whole models
@@ -297,11 +299,12 @@ def _cheap(instance: Instance, found: Found, options: SolveOptions) -> None:
 def _heuristic_limits(found: Found, method: str) -> tuple[float, float, float]:
     """`method`'s own time limit, when it ends, and the deadline past which its process is
     ended (time.perf_counter() readings). The heuristics before Elk-Full end by
-    HEURISTIC_SHARE - ELK_FULL_SHARE of the budget, so that Elk-Full, the best of them, keeps
-    ELK_FULL_SHARE of it (less a grace the others overran by). Each runs under its limit, so
-    one cut short hands back its best plan so far, and is ended only HEURISTIC_GRACE of the
-    budget past it (a pass between two checks of its deadline may overrun it)."""
-    share = HEURISTIC_SHARE if method == "elk-full" else HEURISTIC_SHARE - ELK_FULL_SHARE
+    HEURISTIC_SHARE - ELK_FULL_SHARE of the budget, so that the two Elk-Fulls (FULL), the
+    best of them, keep ELK_FULL_SHARE of it (less a grace the others overran by). Each runs
+    under its limit, so one cut short hands back its best plan so far, and is ended only
+    HEURISTIC_GRACE of the budget past it (a pass between two checks of its deadline may
+    overrun it)."""
+    share = HEURISTIC_SHARE if method in FULL else HEURISTIC_SHARE - ELK_FULL_SHARE
     ends = found.started + share * found.time_limit_s - MARGIN_S
     grace = max(GRACE_S, HEURISTIC_GRACE * found.time_limit_s)
     return ends - time.perf_counter(), ends, min(ends + grace, found.hard_deadline())

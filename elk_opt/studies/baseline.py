@@ -4,7 +4,9 @@ The baseline keeps its instances as files beside it, so a change to the front en
 synthetic generator cannot move the goalposts: only a change to a heuristic can change what
 it scores. Records are kept per timing (docs/spec.md 5 "separate-noc", 5b "shared-noc"), each
 checked under its own timing; refreshing one timing keeps the others' records for every
-instance whose file did not change. A heuristic regresses when it gets worse than its record
+instance whose file did not change, and a study of some methods only adds or replaces their
+records, keeping the others' (so a new heuristic gets its records without the rest being
+run again). A heuristic regresses when it gets worse than its record
 by more than TOLERANCE; anything beating a recorded proven optimum is a bug, whatever the
 tolerance.
 """
@@ -49,9 +51,13 @@ def write_baseline(specs: Sequence[InstanceSpec], cells: Sequence[Cell], path: P
         save_instance(file, instance)
         mine = [c for c in cells if c.instance == spec.key and c.makespan_ns is not None]
         optima = sorted({c.makespan_ns for c in mine if c.status == "optimal"})
+        # a study of some methods only (a heuristic added) keeps the others' records and a
+        # proven optimum it did not prove again
+        old = {} if changed else entry["timings"].get(timing, {})
         entry["timings"][timing] = {
-            "optimum_ns": optima[0] if optima else None,
-            "heuristics": {c.method: c.makespan_ns for c in mine if c.family == "heuristic"},
+            "optimum_ns": optima[0] if optima else old.get("optimum_ns"),
+            "heuristics": {**old.get("heuristics", {}),
+                           **{c.method: c.makespan_ns for c in mine if c.family == "heuristic"}},
         }
     save_json(path, {"tolerance": TOLERANCE, "instances": entries})
     return dropped

@@ -1,0 +1,56 @@
+"""`elk-full-lp`: Elk-Full at the fluid LP's pairs (heuristics.lp_pairs)."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+
+import elk_opt
+from elk_opt.bounds.cuts import PairCost, pair_uses
+from elk_opt.bounds.fluid import fluid_bound, fluid_pairs
+from elk_opt.io import plan_to_dict
+from elk_opt.methods import solve
+from elk_opt.problem import TIMINGS
+from elk_opt.solution import SolveOptions
+from heuristics.lp_pairs import narrowed
+from tests.strategies import synthetic_instances
+from verify import check
+
+
+def _cost(instance, j, choice) -> PairCost:
+    op = instance.ops[j]
+    return next(PairCost(run.duration_ns, load.duration_ns, run.demand, load.demand)
+                for q, p, run, load in pair_uses(op, instance.chip)
+                if (q.id, p.id) == (choice.preload, choice.exec))
+
+
+@pytest.mark.parametrize("timing", TIMINGS)
+@settings(max_examples=15, deadline=None)
+@given(synthetic_instances(max_ops=30, max_plans=4))
+def test_the_plan_verifies_at_the_lps_pairs_and_claims_the_lps_bound(timing, instance):
+    plan = solve(instance, "elk-full-lp", SolveOptions(timing=timing))
+    assert not check(plan_to_dict(plan)).violations
+    bound, picks = fluid_pairs(instance, timing)
+    assert bound == fluid_bound(instance, timing).bound_ns
+    assert plan.claims.lower_bound_ns == bound <= plan.claims.makespan_ns
+    assert (plan.claims.status == "optimal") == (bound == plan.claims.makespan_ns)
+    assert [_cost(instance, j, c) for j, c in enumerate(plan.choice)] == picks
+
+
+def test_narrowing_keeps_exactly_the_picked_pairs():
+    instance = elk_opt.synthetic_instance(ops=24, plans=4, seed=5)
+    _bound, picks = fluid_pairs(instance, "shared-noc")
+    narrow = narrowed(instance, picks)
+    for j, (op, pick) in enumerate(zip(narrow.ops, picks, strict=True)):
+        assert op.warmup, op.name
+        assert {_cost(instance, j, w) for w in op.warmup} == {pick}
+    assert any(len(a.warmup) < len(b.warmup) for a, b in zip(narrow.ops, instance.ops,
+                                                             strict=True))
+
+
+def test_without_time_for_the_lp_the_plan_is_elk_fulls_and_says_so():
+    instance = elk_opt.synthetic_instance(ops=40, plans=4, seed=1)
+    plan = solve(instance, "elk-full-lp", SolveOptions(timing="shared-noc", time_limit_s=1e-6))
+    assert plan.claims.method == "elk-full-lp"
+    assert "did not finish" in plan.claims.params["pairs"]
+    assert not check(plan_to_dict(plan)).violations
