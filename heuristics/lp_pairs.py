@@ -3,7 +3,7 @@
 Elk-Full chooses each op's pair (layouts) greedily, op by op. The fluid LP
 (elk_opt.bounds.fluid) chooses them for the whole model at once, weighing each pair's
 execute time against how its load and execute share the HBM and, under 5b, the NoC port. Its
-optimum puts almost all weight on one pair per op (on Figure 17 models, all but 3-7% of the
+optimum puts almost all weight on one pair per op (on Figure 17 models, all but 2-7% of the
 ops); this method keeps that pair (the heaviest, where the weight is split) and lets Elk-Full
 decide the rest (preload counts, order, issue points) on the instance narrowed to it.
 

@@ -9,8 +9,8 @@ replaces its namesake only when higher), starts CP-SAT and polish from the faste
 and `better_plan`, and does not run again what would only rebuild that start: the heuristics
 that gave a plan and the slice phase if it ran, in the certificate's search or in one it
 continued (`search.done`); and its bound rounds go on from the certificate's last
-(`search.bound_rounds`), so the bounds that finished are not solved again and the others get
-a later round's time per window. The new
+(`search.bound_rounds`): a later round's share and time per window, and no round at all when
+every bound finished, rather than round 1 again. The new
 certificate is never worse than the one it continues: the same plan or a faster one, the same
 bound or a higher one. A certificate of a given plan goes on certifying that plan
 (`search.certified_plan`; older certificates, which lack it, are taken as of a given plan when

@@ -106,8 +106,7 @@ class Found:
     # the heuristics that gave a plan, here or in the searches this one continues
     heuristics_done: set[str] = field(default_factory=set)
     # the last bound round that finished, here or in the searches this one continues: a
-    # continued search goes on with the next round, not the first again (what finished is
-    # not solved again)
+    # continued search goes on with the next round, not the first again
     bound_rounds: int = 0
 
     @property
