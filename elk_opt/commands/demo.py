@@ -126,21 +126,23 @@ def _table(full: Instance, ideal: int, on_full: list[Result], on_slice: list[Res
     slice_gap = {r.method: r.plan.claims.makespan_ns for r in on_slice[1:]}  # type: ignore[union-attr]
     other = _other(timing)
     other_label = f"sect. {SECTION[other]} ns"
+    width = max(9, *(len(r.method) for r in on_full))
     lines = [f"\n{full.name}: {len(full.ops)} ops, one decode step of batch {BATCH}, planned "
              f"and timed under {TIMING_NAMES[timing]}.",
              f"Ideal bound {ideal:,} ns; Ideal % = bound / makespan; {other_label} = the same "
              f"plan timed under {other}"
              + (" (loads on their own interconnect)." if other == "separate-noc" else
                 " (loads share the NoC port with executes)."),
-             f"{'method':<9} {'makespan ns':>13} {'tokens/s':>9} {'vs best':>8} "
+             f"{'method':<{width}} {'makespan ns':>13} {'tokens/s':>9} {'vs best':>8} "
              f"{'Ideal %':>8} {other_label:>13} {'simulated ns':>13} {'solve s':>8} "
              f"{'1-layer gap':>12}  verify"]
     for r in on_full:
         c = r.plan.claims
         assert c is not None
         gap = "-" if optimum is None else f"{100 * (slice_gap[r.method] / optimum - 1):.2f}%"
-        lines.append(f"{r.method:<9} {c.makespan_ns:>13,} {BATCH / (c.makespan_ns * 1e-9):>9,.0f} "
-                     f"{c.makespan_ns / best:>8.3f} {100 * ideal / c.makespan_ns:>7.1f}% "
+        lines.append(f"{r.method:<{width}} {c.makespan_ns:>13,} "
+                     f"{BATCH / (c.makespan_ns * 1e-9):>9,.0f} {c.makespan_ns / best:>8.3f} "
+                     f"{100 * ideal / c.makespan_ns:>7.1f}% "
                      f"{r.other_ns:>13,} {r.sim.makespan_ns:>13,} {c.wall_s:>8.2f} {gap:>12}  "
                      f"{'ok' if r.verified else 'FAILED'}")
     bound = "-" if exact.lower_bound_ns is None else f"{exact.lower_bound_ns:,} ns"
