@@ -38,6 +38,7 @@ from collections.abc import Callable, Sequence
 
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.problem import Choice, Instance, Instr, Plan
+from elk_opt.warm import in_instance_order
 from formulations.lns_region import move_key
 from formulations.lns_windows import layer_runs
 
@@ -165,18 +166,12 @@ def best_copy(instance: Instance, plan: Plan, schedule: Schedule, source: tuple[
     return found
 
 
-def in_order(plan: Plan) -> bool:
-    """Whether the plan executes in the instance's order (the copies rebuild that order)."""
-    return all(instr == ("E", i) for i, instr in
-               enumerate(x for x in plan.program if x[0] == "E"))
-
-
 def copy_twins(instance: Instance, plan: Plan, schedule: Schedule, deadline: float | None,
                stop: Callable[[], bool] = lambda: False) -> tuple[Plan, int]:
     """The plan (timed as `schedule`) with, per twin class, the best layer copied onto all
     its twins (if that gains), and how many classes were copied."""
     classes = twin_classes(instance)
-    if not classes or not in_order(plan):
+    if not classes or not in_instance_order(plan):  # copies rebuild that order
         return plan, 0
 
     def out_of_time() -> bool:
