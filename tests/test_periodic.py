@@ -5,8 +5,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from elk_opt.bounds.fluid_sram import build_fluid_sram, fluid_sram_bound, spaced_costs
-from elk_opt.bounds.periodic import EXPLICIT, Period, find_period, summed_lp
+from elk_opt.bounds.fluid_sram import (
+    build_fluid_sram,
+    fluid_sram_bound,
+    fluid_sram_pairs,
+    spaced_costs,
+)
+from elk_opt.bounds.periodic import EXPLICIT, Period, find_period, shortened_op, summed_lp
 from elk_opt.frontend.synthetic import LAYER_TEMPLATE, synthetic_instance
 from elk_opt.methods import solve
 from elk_opt.problem import TIMINGS
@@ -54,3 +59,31 @@ def test_repeats_whose_rows_differ_are_not_summed():
                  and lp.value[k] not in (0.0, 1.0, -1.0))
     lp.value[entry] *= 1.5
     assert summed_lp(lp, period) is None
+
+
+def test_each_op_of_the_full_model_maps_to_a_kept_twin_of_the_shortened_one():
+    keys = list("ab") + list("cde") * 10 + list("fg")
+    period = find_period(keys, 1)
+    assert period == Period(start=2, length=3, count=10)
+    shortened = keys[:period.start + EXPLICIT * 3] + keys[period.start + 10 * 3:]
+    mapped = [shortened_op(op, period) for op in range(len(keys))]
+    assert all(keys[op] == shortened[j] for op, j in enumerate(mapped))
+    kept = {0, 1, EXPLICIT - 1}  # repeat 2 is dropped from the summed LP
+    assert all((j - period.start) // 3 in kept for j in mapped
+               if period.start <= j < period.start + EXPLICIT * 3)
+    assert mapped[2:5] == [2, 3, 4] and mapped[5:8] == mapped[26:29] == [5, 6, 7]
+    assert mapped[29:32] == [11, 12, 13] and mapped[-2:] == [14, 15]
+
+
+@settings(max_examples=6, deadline=None)
+@given(layers=st.integers(7, 9), plans=st.integers(2, 4), seed=st.integers(0, 1000),
+       timing=st.sampled_from(TIMINGS))
+def test_the_summed_lps_pairs_come_with_its_bound(layers, plans, seed, timing):
+    instance = synthetic_instance(ops=layers * WIDTH, plans=plans, seed=seed, tightness=0.5)
+    found = fluid_sram_pairs(instance, timing, band=1)
+    assert found is not None
+    bound, picks = found
+    summed = fluid_sram_bound(instance, timing, band=1)
+    assert summed.repeats > EXPLICIT and bound == summed.bound_ns
+    costs = spaced_costs(instance)
+    assert all(pick in cs for pick, cs in zip(picks, costs, strict=True))

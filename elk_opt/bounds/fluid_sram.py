@@ -48,12 +48,14 @@ demands, both spaces).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from elk_opt.bounds.cuts import PairCost, pair_uses
 from elk_opt.bounds.fluid import FluidBound, FluidModel, build_fluid
-from elk_opt.bounds.periodic import solve_fluid, solved_ops
-from elk_opt.problem import Instance, Timing
+from elk_opt.bounds.periodic import solve_fluid, solve_fluid_picks, solved_ops
+from elk_opt.noc import PortUse
+from elk_opt.problem import ExecPlan, Instance, PreloadPlan, Timing
 
 DEFAULT_BAND = 24
 SRAM_SHARE = 1 / 20  # smallest divisor of the rounded R5 rows, as a share of the SRAM
@@ -68,13 +70,17 @@ class SpacedCost(PairCost):
     held_space: int
 
 
+def spaced_cost(q: PreloadPlan, p: ExecPlan, run: PortUse, load: PortUse) -> SpacedCost:
+    """The costs of running an op with preload layout q and execute layout p."""
+    return SpacedCost(run.duration_ns, load.duration_ns, run.demand, load.demand,
+                      q.space_bytes, max(q.space_bytes, p.space_bytes))
+
+
 def spaced_costs(instance: Instance) -> list[list[SpacedCost]]:
     """Per op, the pairs R5 allows, undominated in every number (times, demands, spaces)."""
     out = []
     for op in instance.ops:
-        costs = {SpacedCost(run.duration_ns, load.duration_ns, run.demand, load.demand,
-                            q.space_bytes, max(q.space_bytes, p.space_bytes))
-                 for q, p, run, load in pair_uses(op, instance.chip)}
+        costs = {spaced_cost(*use) for use in pair_uses(op, instance.chip)}
         out.append(_undominated(sorted(costs, key=_numbers)))
     return out
 
@@ -96,6 +102,23 @@ def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | N
     """The fluid LP with R5 rows (module docstring), loads tracked `band` intervals back.
     `periodic`: where a block of ops repeats, solve the LP with the repeats summed
     (elk_opt.bounds.periodic), a relaxation of the same LP that stays small at any depth."""
+    return solve_fluid(spaced_costs(instance), _builder(instance, timing, band, max_classes),
+                       time_limit_s, threads, reach=band + 2 if periodic else None)
+
+
+def fluid_sram_pairs(instance: Instance, timing: Timing, time_limit_s: float | None = None,
+                     threads: int = 1, band: int = DEFAULT_BAND, max_classes: int = 16
+                     ) -> tuple[int, list[SpacedCost]] | None:
+    """The bound of `fluid_sram_bound` and, per op, the pair its optimum weighs most (None
+    if the LP did not finish): as `fluid.fluid_pairs`, a guide for heuristics
+    (heuristics.lp_pairs), here with SRAM counted."""
+    return solve_fluid_picks(spaced_costs(instance),
+                             _builder(instance, timing, band, max_classes), time_limit_s,
+                             threads, reach=band + 2)
+
+
+def _builder(instance: Instance, timing: Timing, band: int, max_classes: int
+             ) -> Callable[[list[list[SpacedCost]]], FluidModel]:
     if band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
     sram = instance.chip.sram_bytes
@@ -103,8 +126,7 @@ def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | N
     def build(costs: list[list[SpacedCost]]) -> FluidModel:
         return build_fluid_sram(costs, sram, timing, band, max_classes)
 
-    return solve_fluid(spaced_costs(instance), build, time_limit_s, threads,
-                       reach=band + 2 if periodic else None)
+    return build
 
 
 def fluid_sram_ops(instance: Instance, band: int = DEFAULT_BAND) -> int:

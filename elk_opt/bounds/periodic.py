@@ -82,21 +82,63 @@ def solve_fluid(costs: list[list[Cost]], build: Callable[[list[list[Cost]]], Flu
     started = time.perf_counter()
     if not costs:
         return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
+    model, bound, summed = _solved(costs, build, time_limit_s, threads, reach)
+    return FluidBound(bound, len(model.lp.cost), len(model.lp.row_lower), len(model.reps),
+                      time.perf_counter() - started,
+                      repeats=0 if summed is None else summed.period.count)
+
+
+def solve_fluid_picks(costs: list[list[Cost]], build: Callable[[list[list[Cost]]], FluidModel],
+                      time_limit_s: float | None, threads: int, reach: int | None
+                      ) -> tuple[int, list[Cost]] | None:
+    """As `solve_fluid`, the bound and, per op, the cost the optimum weighs most (None if the
+    LP did not finish). In the middle repeats that is the summed block's heaviest: the
+    pair the relaxation gives most of those repeats' weight, the same for each of them."""
+    if not costs:
+        return None
+    model, bound, summed = _solved(costs, build, time_limit_s, threads, reach)
+    x = model.lp.solution
+    if bound is None or x is None:
+        return None
+    picks = []
+    for op, cs in enumerate(costs):
+        columns = model.pick[op if summed is None else shortened_op(op, summed.period)]
+        if summed is not None:
+            columns = [summed.kept[c] for c in columns]
+        picks.append(cs[max(range(len(cs)), key=lambda a: x[columns[a]])])
+    return bound, picks
+
+
+def _solved(costs: list[list[Cost]], build: Callable[[list[list[Cost]]], FluidModel],
+            time_limit_s: float | None, threads: int, reach: int | None
+            ) -> tuple[FluidModel, int | None, Summed | None]:
+    """The model solved (its LP the summed one where the repeats check out), its bound, and
+    the summing (None if the full LP was solved)."""
     for p in _candidates(costs, reach):
         cut = p.start + EXPLICIT * p.length
         model = build(costs[:cut] + costs[p.start + p.count * p.length:])
         summed = summed_lp(model.lp, p)
         if summed is not None:
-            model.lp = summed
+            model.lp = summed.lp
             # a summed column is at most C times a column of the full LP, whose loads are
             # at most C times the shortened model's
-            bound = model.solve(time_limit_s, threads, scale=p.count * p.count)
-            return FluidBound(bound, len(summed.cost), len(summed.row_lower), len(model.reps),
-                              time.perf_counter() - started, repeats=p.count)
+            return model, model.solve(time_limit_s, threads, scale=p.count * p.count), summed
     model = build(costs)
-    bound = model.solve(time_limit_s, threads)
-    return FluidBound(bound, len(model.lp.cost), len(model.lp.row_lower), len(model.reps),
-                      time.perf_counter() - started)
+    return model, model.solve(time_limit_s, threads), None
+
+
+def shortened_op(op: int, period: Period) -> int:
+    """The op of the shortened model (prefix, EXPLICIT repeats, suffix) whose columns in the
+    summed LP stand for the full model's `op`: repeat 0 and the last repeat are kept as they
+    are, the middle repeats are summed into repeat 1."""
+    s, n, count = period.start, period.length, period.count
+    if op < s:
+        return op
+    if op >= s + count * n:
+        return op - (count - EXPLICIT) * n
+    repeat, offset = divmod(op - s, n)
+    kept = 0 if repeat == 0 else EXPLICIT - 1 if repeat == count - 1 else 1
+    return s + kept * n + offset
 
 
 def _candidates(costs: Sequence[Sequence[Hashable]], reach: int | None) -> list[Period]:
@@ -115,9 +157,17 @@ def _candidates(costs: Sequence[Sequence[Hashable]], reach: int | None) -> list[
     return [q for q in out if q.count > EXPLICIT]
 
 
-def summed_lp(lp: _Lp, period: Period) -> _Lp | None:
+@dataclass(frozen=True)
+class Summed:
+    lp: _Lp
+    period: Period
+    kept: dict[int, int]  # a column of the shortened model's LP -> its column in `lp`
+
+
+def summed_lp(lp: _Lp, period: Period) -> Summed | None:
     """The LP with repeats summed (module docstring), from the LP of the shortened model whose
-    columns carry their op as anchor; None when its rows are not the same in every repeat."""
+    columns carry their op as anchor; None when its rows are not the same in every repeat.
+    Every column but those of repeat 2 is kept (`kept`); repeat 1's stand for the sum."""
     s, n = period.start, period.length
 
     def block(anchor: int) -> int:  # -1 prefix, 0..3 the repeats, 4 the suffix
@@ -176,4 +226,4 @@ def summed_lp(lp: _Lp, period: Period) -> _Lp | None:
             return None
     if inner[0] != inner[1] or not links[0] == links[1] == links[2]:
         return None
-    return out
+    return Summed(out, period, new)
