@@ -46,7 +46,8 @@ METHODS: dict[str, MethodInfo] = {
                            "Elk-Dyn over permuted per-layer preload orders, best kept",
                            exec_orders=("instance", "free")),
     "elk-full-lp": MethodInfo("heuristics.lp_pairs:solve", "heuristic",
-                              "Elk-Full at the pairs the fluid LP relaxation picks"),
+                              "Elk-Full at the pairs the fluid LPs pick (with and without SRAM), "
+                              "the faster kept"),
     "lhs": MethodInfo("heuristics.lhs:solve", "heuristic",
                       "XLA's latency-hiding scheduler: a list scheduler over the DAG that moves "
                       "compute and loads under a memory limit",

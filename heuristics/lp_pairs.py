@@ -15,8 +15,10 @@ repeated layers summed, has at most FLUID_SRAM_MAX_OPS ops, and the faster of th
 is kept; `fluid` or `fluid-sram` asks for one. Neither LP's pairs are better everywhere
 (BENCHMARKS.md, "Elk-Full at the pairs of the fluid LP with SRAM"): the plain LP ignores SRAM,
 and its pairs make Llama2-70B b64 17-21% slower than Elk-Full's own, where those of the LP
-with SRAM are 4.5-4.8% faster; on Gemma2-27B b64 KV4096 the plain LP's are the faster. It
-is another start, not a replacement: `certify` runs it beside Elk-Full and keeps the faster.
+with SRAM are 4.5-4.8% faster; on Gemma2-27B b64 KV4096 the plain LP's are the faster. The
+faster of the two beats Elk-Full in 10 of the 24 elk-paper configurations (by up to 5.7%)
+and loses in 5 (by at most 0.76%). It is another start, not a replacement: `certify` runs it
+beside Elk-Full and keeps the faster.
 
 The LPs get LP_SHARE of a time limit; if neither finishes, the plan is Elk-Full's on the
 whole instance, and its params say so. The claimed lower bound is the higher LP bound, which
