@@ -31,13 +31,12 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from elk_opt.bounds.cuts import PairCost, pair_uses
+from elk_opt.bounds.cuts import PairCost, pair_cost, pair_uses
 from elk_opt.bounds.fluid import fluid_pairs
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, fluid_sram_ops, fluid_sram_pairs, spaced_cost
 from elk_opt.bounds.limits import FLUID_SRAM_MAX_OPS
 from elk_opt.errors import UsageError
-from elk_opt.noc import PortUse
-from elk_opt.problem import ExecPlan, Instance, Plan, PreloadPlan
+from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics import elk_full
 
@@ -45,16 +44,11 @@ LP_SHARE = 0.5  # of a time limit, for the fluid LP
 LPS = ("fluid-sram", "fluid")  # `--param lp=`, besides "auto"
 
 
-def plain_cost(q: PreloadPlan, p: ExecPlan, run: PortUse, load: PortUse) -> PairCost:
-    """The pair's costs as the plain fluid LP sees them."""
-    return PairCost(run.duration_ns, load.duration_ns, run.demand, load.demand)
-
-
-COSTS: dict[str, Callable[..., PairCost]] = {"fluid-sram": spaced_cost, "fluid": plain_cost}
+COSTS: dict[str, Callable[..., PairCost]] = {"fluid-sram": spaced_cost, "fluid": pair_cost}
 
 
 def narrowed(instance: Instance, picks: Sequence[PairCost],
-             cost_of: Callable[..., PairCost] = plain_cost) -> Instance:
+             cost_of: Callable[..., PairCost] = pair_cost) -> Instance:
     """`instance` with each op's compatible pairs cut to those whose cost (`cost_of` of a
     `pair_uses` row) is its pick."""
     ops = []
@@ -128,4 +122,3 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                      params={**plan.claims.params, "lp": lp, "pairs": f"the {lp} LP's",
                              "lps_tried": list(lps), "exec_order": "instance",
                              "fluid_bound_ns": bound})
-

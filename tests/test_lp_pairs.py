@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 
 import elk_opt
-from elk_opt.bounds.cuts import PairCost, pair_uses
+from elk_opt.bounds.cuts import PairCost, pair_cost, pair_uses
 from elk_opt.bounds.fluid import fluid_bound, fluid_pairs
 from elk_opt.bounds.fluid_sram import SpacedCost, fluid_sram_bound, fluid_sram_pairs, spaced_cost
 from elk_opt.errors import UsageError
@@ -21,9 +21,8 @@ from verify import check
 
 def _cost(instance, j, choice) -> PairCost:
     op = instance.ops[j]
-    return next(PairCost(run.duration_ns, load.duration_ns, run.demand, load.demand)
-                for q, p, run, load in pair_uses(op, instance.chip)
-                if (q.id, p.id) == (choice.preload, choice.exec))
+    return next(pair_cost(*use) for use in pair_uses(op, instance.chip)
+                if (use[0].id, use[1].id) == (choice.preload, choice.exec))
 
 
 @pytest.mark.parametrize("timing", TIMINGS)

@@ -68,12 +68,17 @@ def pair_uses(op: Op, chip: Chip) -> Iterator[tuple[PreloadPlan, ExecPlan, PortU
         yield q, p, exec_use(chip, p, t), load_use(chip, q)
 
 
+def pair_cost(q: PreloadPlan, p: ExecPlan, run: PortUse, load: PortUse) -> PairCost:
+    """The costs of running an op with preload layout q and execute layout p (a `pair_uses`
+    row), as the timings see them."""
+    return PairCost(run.duration_ns, load.duration_ns, run.demand, load.demand)
+
+
 def pair_costs(instance: Instance) -> list[list[PairCost]]:
     """Per op, the distinct costs of the pairs R5 allows."""
     out = []
     for op in instance.ops:
-        costs = {PairCost(run.duration_ns, load.duration_ns, run.demand, load.demand)
-                 for _q, _p, run, load in pair_uses(op, instance.chip)}
+        costs = {pair_cost(*use) for use in pair_uses(op, instance.chip)}
         out.append(sorted(costs, key=lambda c: (c.run, c.load, c.exec_demand, c.load_demand)))
     return out
 
