@@ -25,6 +25,18 @@ bound (at most its best makespan <= cap) bounds the model's solutions, those abo
 included. The steps stop at 0.2%: where the floor lies further below the optimum (synthetic
 instances, 5-12% below) every probe is infeasible and slows the proof the open search makes
 (the small gap suite: 6-op proofs in 10 s instead of 3 with steps up to 6.25%).
+
+A probe that stops with its bound above its cap is refuted as surely as one proven
+infeasible, and the next cap is probed. Without a warm start the probes above the floor get
+twice the share: the open search would start from the section-5 plan re-timed, percents
+above the floor, and rarely gets near it in time, while a cap just above the floor finds the
+first plan close to it (two-layer slices cold, 60 s, two threads: Llama2-13B and Llama2-7B
+proven in 32-41 s instead of stopping 5-8% above their bounds, OPT-30B in 34 s instead of
+49-56; BENCHMARKS.md, "Cold probes"). The probe at the floor itself keeps the smaller
+share: when the floor is the optimum but its plan is hard to find with no slack at all, the
+hinted open search finds it (OPT-30B's two layers: proven in 2 of 4 runs with the larger
+share there, in every run without). Warm-started, the start hints the open search and
+every probe keeps the smaller share.
 """
 
 from __future__ import annotations
@@ -42,7 +54,8 @@ from formulations.cpsat_model import CpsatModel, solver_for
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import OutOfTime
 
-PROBE_SHARE = 0.2  # of the time (and work) left, per probe
+PROBE_SHARE = 0.2  # of the time (and work) left, per probe, when a warm start hints the search
+COLD_PROBE_SHARE = 0.4  # per probe without one (module docstring)
 FIRST_STEP = 1 / 2000  # of the lower bound, the second probe's step above it (then doubling)
 LAST_STEP = 1 / 500  # no probe steps further: a floor that far below is the open search's
 
@@ -71,6 +84,12 @@ def next_cap(lower: int, upper: int | None, fraction: float) -> int | None:
     return cap if upper is None else min(cap, upper - 1)
 
 
+def refuted(solver: cp_model.CpSolver, status: int, cap: int) -> bool:
+    """A probe stopped without a solution whose bound is already above its cap: nothing in
+    its model (every makespan <= cap) is left, so it is as good as proven infeasible."""
+    return status == cp_model.UNKNOWN and solver.best_objective_bound > cap
+
+
 def probe(capped: Callable[[int, int], CpsatModel], options: SolveOptions, started: float,
           lower: int, upper: int | None) -> Probed:
     """Probe caps up from `lower` (module docstring) while each probe ends within its share;
@@ -86,12 +105,13 @@ def probe(capped: Callable[[int, int], CpsatModel], options: SolveOptions, start
         except OutOfTime:
             break
         left = remaining(options.time_limit_s, started)
-        work = None if options.work_limit is None else PROBE_SHARE * (options.work_limit - used)
+        share = COLD_PROBE_SHARE if options.warm_plan is None and fraction > 0 else PROBE_SHARE
+        work = None if options.work_limit is None else share * (options.work_limit - used)
         solver = solver_for(replace(options, work_limit=work),
-                            None if left is None else PROBE_SHARE * left, "shared-noc")
+                            None if left is None else share * left, "shared-noc")
         status = run_cpsat(solver, cm.model)
         used += solver.deterministic_time
-        if status == cp_model.INFEASIBLE:
+        if status == cp_model.INFEASIBLE or refuted(solver, status, cap):
             lower = cap + 1
             fraction = FIRST_STEP if fraction == 0 else 2 * fraction
             continue

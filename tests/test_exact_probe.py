@@ -4,8 +4,12 @@ optimum, and a solution it reports optimal is that optimum."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 import time
+from dataclasses import replace
+from types import SimpleNamespace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,10 +19,10 @@ from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
-from formulations import cpsat
+from formulations import cpsat, cpsat_probe
 from formulations.common import Restrictions
 from formulations.cpsat_model import build
-from formulations.cpsat_probe import LAST_STEP, next_cap, probe
+from formulations.cpsat_probe import COLD_PROBE_SHARE, LAST_STEP, PROBE_SHARE, next_cap, probe
 from formulations.enumerate import enumerate_shared_optimum
 from tests.test_exact_shared import contended_instances
 from tests.tiny import tiny_instance
@@ -82,3 +86,46 @@ def test_a_repeatable_run_floors_with_the_lp_alone():
     plan = solve(instance, "cpsat", SolveOptions(threads=1, timing="shared-noc", work_limit=1.0))
     assert plan.claims.params["fluid_bound_ns"] == 30
     assert plan.claims.status == "optimal" and plan.claims.makespan_ns == 40
+
+
+def _fake_probes(monkeypatch, options: SolveOptions):
+    """Probes from 1000 whose first stops unproven with a bound of 1005 and whose later ones
+    are infeasible; the caps probed, each with its lower end, and the time limits given."""
+    bounds = itertools.chain([1005.0], itertools.repeat(math.inf))
+    caps, limits = [], []
+
+    class Stopped:
+        deterministic_time = 0.0
+
+        def __init__(self, limit: float) -> None:
+            self.best_objective_bound = next(bounds)
+            limits.append(limit)
+
+    def run(solver, model):
+        return cp_model.UNKNOWN if math.isfinite(solver.best_objective_bound) \
+            else cp_model.INFEASIBLE
+
+    monkeypatch.setattr(cpsat_probe, "solver_for", lambda _, limit, __: Stopped(limit))
+    monkeypatch.setattr(cpsat_probe, "run_cpsat", run)
+    capped = lambda cap, lower: caps.append((lower, cap)) or SimpleNamespace(model=None)  # noqa: E731
+    return probe(capped, options, time.perf_counter(), 1000, None), caps, limits
+
+
+def test_a_probe_stopped_with_its_bound_above_its_cap_counts_as_refuted(monkeypatch):
+    # nothing at or below the first cap is left, so the next cap is probed, not given up on
+    probed, caps, _ = _fake_probes(monkeypatch, SHARED)
+    assert caps == [(1000, 1000), (1001, 1002), (1003, 1005), (1006, 1009)]
+    assert probed.lower == 1010 and probed.solver is None
+
+
+def test_cold_probes_above_the_floor_get_the_larger_share(monkeypatch):
+    options = replace(SHARED, time_limit_s=1000.0)
+    _, _, cold = _fake_probes(monkeypatch, options)
+    warm = _fake_probes(monkeypatch, replace(options, warm_plan=_plan()))[2]
+    assert [round(x / 1000, 2) for x in cold] == [PROBE_SHARE] + [COLD_PROBE_SHARE] * 3
+    assert [round(x / 1000, 2) for x in warm] == [PROBE_SHARE] * 4
+
+
+def _plan():
+    instance = tiny_instance([(10, 60, 10, 60, 0), (10, 60, 10, 60, 0)])
+    return solve(instance, "elk-full", SHARED)
