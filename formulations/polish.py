@@ -33,9 +33,11 @@ MIP in a fifth of the time) or instead a floor the caller gives (`SolveOptions.f
 any size), with `certify` the LP relaxation's, and CP-SAT's bound once a
 window covered the whole instance (then the region model is the exact model); all for the
 instance's execution order. The floor comes first, and the search stops once its plan meets
-it. On the small gap suite's 24 one-layer zoo slices (20 s) polish's claimed gap is a median
-0.15% (worst 0.70%, 4 proven) where the linear-time bounds gave 2.97% (worst 9.75%); the
-plans met the floor only after 13-19 s of windows, so the stop saves little there.
+it or a bound. An instance of at most WHOLE_MAX_OPS ops is first solved whole by `cpsat` in
+half the time (`_solve_whole`): on the small gap suite's 24 one-layer zoo slices (20 s) that
+proves the 8 that `cpsat` proves, in 2-12 s, where the windows alone proved 2 and used the
+whole 20 s on the others, and polish's claimed gap went from a median 0.13% (worst 0.81%) to
+0.09% (worst 0.57%).
 """
 
 from __future__ import annotations
@@ -43,7 +45,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
@@ -64,6 +66,7 @@ from formulations.common import (
     hint_index,
     warm_decisions,
 )
+from formulations.cpsat import solve as solve_cpsat
 from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
 from formulations.fluid_floor import fluid_floor
@@ -83,10 +86,12 @@ from formulations.lns_windows import Window, ranked, signature, windows
 from formulations.replay import binding_releases, replay_shared
 
 KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
-         "tries": 2, "certify": False, "periodic": True}
+         "tries": 2, "certify": False, "periodic": True, "whole": True}
 HOLDS_SHARE = 0.1  # of the time limit, at most, for holding executes back (lns_holds)
 PERIODIC_SHARE = 0.1  # of the time limit, at most, per round of copying layers (lns_periodic)
 FLUID_MAX_OPS = 200  # the fluid floor as a stopping bound up to this size
+WHOLE_MAX_OPS = 64  # up to this size the instance is first solved whole (`_solve_whole`)
+WHOLE_SHARE = 0.5  # of the time (or work) left, for that solve
 UNLIMITED_FLOOR_S = 10.0  # without a time limit, the floor's shares are of this
 LIMIT_MARGIN_S = 0.05  # stop starting windows this close to the deadline
 
@@ -112,11 +117,11 @@ def _knobs(params: dict) -> dict:
           and all(isinstance(out[k], int) and not isinstance(out[k], bool) and out[k] >= 0
                   for k in ("layers", "margin", "depth"))
           and isinstance(out["window_time"], int | float) and out["window_time"] > 0
-          and isinstance(out["certify"], bool) and isinstance(out["periodic"], bool))
+          and all(isinstance(out[k], bool) for k in ("certify", "periodic", "whole")))
     if not ok:
         raise UsageError("polish needs integers width, stride, tries >= 1 and layers, "
-                         "margin, depth >= 0, a number window_time > 0 and booleans certify and "
-                         "periodic; "
+                         "margin, depth >= 0, a number window_time > 0 and booleans certify, "
+                         "periodic and whole; "
                          f"got {out}")
     return out
 
@@ -131,6 +136,7 @@ class _Search:
         if self.inc.schedule.peak_sram_bytes > instance.chip.sram_bytes:
             raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
         self.improved = self.twins_applied = self.held = self.layers_copied = 0
+        self.whole_solved = False  # the plan came from the whole instance solved (`_solve_whole`)
         self.refused_copied = 0  # refused windows whose layers, copied, gained
         # the twin layer classes, for copies (`periodic`; the plan is in the instance's order)
         self.classes = twin_classes(instance) if periodic else []
@@ -247,7 +253,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             _floor(instance, timing, deadline, options.work_limit is not None)
 
         def meets_floor() -> bool:  # then the plan is optimal: no window can gain
-            return floor is not None and search.inc.schedule.makespan_ns <= floor
+            lower = max(floor or 0, search.bound or 0)
+            return lower > 0 and search.inc.schedule.makespan_ns <= lower
 
         # the move the windows miss, first, in at most HOLDS_SHARE of the time limit
         until = None if deadline is None else started + HOLDS_SHARE * options.time_limit_s
@@ -256,6 +263,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             search.held = count
             say(f"  executes held back: {count}, {search.inc.schedule.makespan_ns:,} ns",
                 enabled=options.progress)
+        if knobs["whole"] and n <= WHOLE_MAX_OPS and not meets_floor() and not interrupt.seen:
+            _solve_whole(search, options, floor, deadline)
         while not interrupt.seen:
             if meets_floor():
                 stopped = "meets the bound"
@@ -333,7 +342,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
               "windows_solved": windows_solved, "windows_improved": search.improved,
               "twins_applied": search.twins_applied, "executes_held": search.held,
               "layers_copied": search.layers_copied, "refused_copied": search.refused_copied,
-              "whole_instance_bound_ns": search.bound,
+              "whole_instance_bound_ns": search.bound, "whole_solved": search.whole_solved,
               **({"given_floor_ns": floor} if options.floor_ns is not None
                  else {"fluid_bound_ns": floor}),
               "final_layers": layers,
@@ -353,6 +362,27 @@ def _floor(instance: Instance, timing: Timing, deadline: float | None,
         return None
     return fluid_floor(instance, timing, lambda: UNLIMITED_FLOOR_S if deadline is None
                        else deadline - time.perf_counter(), milp=not repeatable)
+
+
+def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,
+                 deadline: float | None) -> None:
+    """A small instance is one window: solved whole by `cpsat` (its probes up from the floor,
+    hinted with the incumbent) in WHOLE_SHARE of the time left, its plan taken if faster and
+    its bound kept (the model is exact for the instance's order). On one-layer slices it
+    proves in seconds what the windows do not reach in the whole limit (BENCHMARKS.md,
+    "Small instances solved whole")."""
+    limit = None if deadline is None else WHOLE_SHARE * (deadline - time.perf_counter())
+    whole = solve_cpsat(search.instance, replace(  # a work limit is per window: all of it
+        options, time_limit_s=limit, exec_order="instance",
+        warm_plan=search.inc.plan, floor_ns=floor, params={},
+        progress=False))
+    assert whole.claims is not None
+    if search.adopt(whole):
+        search.whole_solved = True
+    if whole.claims.lower_bound_ns is not None:
+        search.bound = max(search.bound or 0, whole.claims.lower_bound_ns)
+    say(f"  solved whole: {whole.claims.makespan_ns:,} ns ({whole.claims.status}, bound "
+        f"{search.bound or 0:,} ns)", enabled=options.progress)
 
 
 def _copy_layers(search: _Search, options: SolveOptions, deadline: float | None,

@@ -244,9 +244,9 @@ def test_a_window_covering_the_instance_proves_its_optimum():
     instance = synthetic_instance(ops=10, plans=3, seed=11, tightness=0.6)
     for timing in TIMINGS:
         start = run_method(instance, "basic", SolveOptions(timing=timing))
-        plan = run_method(instance, "polish", SolveOptions(
+        plan = run_method(instance, "polish", SolveOptions(  # windows only: no whole solve
             threads=2, timing=timing, warm_start="basic", warm_plan=start,
-            params={"width": 10, "layers": 1}))
+            params={"width": 10, "layers": 1, "whole": False}))
         _holds(plan, start.claims.makespan_ns)
         params = plan.claims.params
         # the one window, the whole instance, was solved; then either nothing was left to
@@ -256,6 +256,22 @@ def test_a_window_covering_the_instance_proves_its_optimum():
         if plan.claims.status == "optimal":  # CP-SAT proved it, or it met the floor
             assert plan.claims.makespan_ns in (params["whole_instance_bound_ns"],
                                                params["fluid_bound_ns"])
+
+
+@settings(max_examples=8, deadline=None)
+@given(synthetic_instances(max_ops=9, max_plans=3), st.sampled_from(TIMINGS))
+def test_a_small_instance_solved_whole_gets_cpsats_optimum(instance, timing):
+    start = run_method(instance, "basic", SolveOptions(timing=timing))
+    plan = run_method(instance, "polish", SolveOptions(
+        threads=1, timing=timing, warm_start="basic", warm_plan=start))
+    exact = run_method(instance, "cpsat", SolveOptions(threads=1, timing=timing))
+    assert exact.claims.status == plan.claims.status == "optimal"
+    assert plan.claims.makespan_ns == exact.claims.makespan_ns
+    params = plan.claims.params  # proven before any window: by the floor or the whole solve
+    assert params["windows_solved"] == 0 and params["stopped"] == "meets the bound"
+    assert plan.claims.lower_bound_ns in (params["fluid_bound_ns"],
+                                          params["whole_instance_bound_ns"])
+    _holds(plan, start.claims.makespan_ns)
 
 
 def test_polish_with_no_time_left_returns_its_start_without_late_bounds():
