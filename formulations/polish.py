@@ -91,7 +91,7 @@ HOLDS_SHARE = 0.1  # of the time limit, at most, for holding executes back (lns_
 PERIODIC_SHARE = 0.1  # of the time limit, at most, per round of copying layers (lns_periodic)
 FLUID_MAX_OPS = 200  # the fluid floor as a stopping bound up to this size
 WHOLE_MAX_OPS = 64  # up to this size the instance is first solved whole (`_solve_whole`)
-WHOLE_SHARE = 0.5  # of the time (or work) left, for that solve
+WHOLE_SHARE = 0.5  # of the time left, for that solve (a work limit is per window: all of it)
 UNLIMITED_FLOOR_S = 10.0  # without a time limit, the floor's shares are of this
 LIMIT_MARGIN_S = 0.05  # stop starting windows this close to the deadline
 
