@@ -264,7 +264,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             say(f"  executes held back: {count}, {search.inc.schedule.makespan_ns:,} ns",
                 enabled=options.progress)
         if knobs["whole"] and n <= WHOLE_MAX_OPS and not meets_floor() and not interrupt.seen:
-            _solve_whole(search, options, floor, deadline)
+            _solve_whole(search, options, floor, deadline, window_time)
         while not interrupt.seen:
             if meets_floor():
                 stopped = "meets the bound"
@@ -365,13 +365,17 @@ def _floor(instance: Instance, timing: Timing, deadline: float | None,
 
 
 def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,
-                 deadline: float | None) -> None:
+                 deadline: float | None, window_time: float) -> None:
     """A small instance is one window: solved whole by `cpsat` (its probes up from the floor,
-    hinted with the incumbent) in WHOLE_SHARE of the time left, its plan taken if faster and
-    its bound kept (the model is exact for the instance's order). On one-layer slices it
+    hinted with the incumbent) in WHOLE_SHARE of the time left (without a time limit, a
+    window's own: `window_time`, or the work limit), its plan taken if faster and its bound
+    kept (the model is exact for the instance's order). On one-layer slices it
     proves in seconds what the windows do not reach in the whole limit (BENCHMARKS.md,
     "Small instances solved whole")."""
-    limit = None if deadline is None else WHOLE_SHARE * (deadline - time.perf_counter())
+    if deadline is not None:
+        limit: float | None = WHOLE_SHARE * (deadline - time.perf_counter())
+    else:
+        limit = None if options.work_limit is not None else window_time
     whole = solve_cpsat(search.instance, replace(  # a work limit is per window: all of it
         options, time_limit_s=limit, exec_order="instance",
         warm_plan=search.inc.plan, floor_ns=floor, params={},
