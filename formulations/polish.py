@@ -253,8 +253,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             _floor(instance, timing, deadline, options.work_limit is not None)
 
         def meets_floor() -> bool:  # then the plan is optimal: no window can gain
-            lower = max(floor or 0, search.bound or 0)
-            return lower > 0 and search.inc.schedule.makespan_ns <= lower
+            bounds = [b for b in (floor, search.bound) if b is not None]
+            return bool(bounds) and search.inc.schedule.makespan_ns <= max(bounds)
 
         # the move the windows miss, first, in at most HOLDS_SHARE of the time limit
         until = None if deadline is None else started + HOLDS_SHARE * options.time_limit_s

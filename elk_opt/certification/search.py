@@ -501,7 +501,7 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
                                warm_plan=warm, floor_ns=floor)
         if method == "cpsat" and found.free_order:  # its bound then holds for every order
             task_options = replace(task_options, exec_order="free")
-        if method == "polish" and "cpsat" in methods:  # CP-SAT had the instance whole
+        if method == "polish" and "cpsat" in found.started_from:  # CP-SAT had it whole
             task_options = replace(task_options, params={**task_options.params, "whole": False})
         try:
             task = Task("solve", instance, {"method": method, "options": task_options})
