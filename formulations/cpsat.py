@@ -387,12 +387,13 @@ def _retime_starts(instance: Instance, restrict: Restrictions, ready: Prepared,
 def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | None:
     """The fluid floor (`fluid_floor`) under 5b. As a floor on the makespan it lets the LP
     fix what cannot beat the incumbent, and the probes start there; on the calibration layer
-    it is 193,181 ns against the section-5 bound's 191,398 (optimum 193,466); on a one-layer
+    it is 193,430 ns (193,181 without the MIP with loads run whole) against the section-5
+    bound's 191,398 (optimum 193,466); on a one-layer
     OPT-30B b64 slice the MIP's 761,861 ns is the optimum, 2% above the LP (one thread, 60 s:
     the probe at it ran out of its share unproven, and which later phase reaches a plan of
     that makespan varies run to run)."""
     return fluid_floor(instance, "shared-noc", lambda: remaining(options.time_limit_s, started),
-                       milp=options.work_limit is None)
+                       milp=options.work_limit is None, contiguous=True)
 
 
 def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
