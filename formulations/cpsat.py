@@ -8,7 +8,9 @@ probes find no plan are the starts re-timed by the 5b model with their pairs, is
 load order kept (a small problem, but seconds on a layer: the calibration layer's proof took
 1.3 s longer when it came first), and the open search is hinted with the better one. The
 plan carries the model's start times as release times, only those that bind; its replay is
-checked against the model.
+checked against the model. On a decoder layer or less, 30% of the time left after the floor
+is kept back: when the search proves nothing, the fluid MIP with loads run whole
+(`loads_run_whole_bound`) may still raise the bound to the plan (`fluid_contiguous_ns`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
+from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.interrupts import stop_requested
@@ -40,7 +43,7 @@ from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, so
 from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
-from formulations.fluid_floor import fluid_floor
+from formulations.fluid_floor import fluid_floor, loads_run_whole_bound
 from formulations.model_map import VariableMap, pick_map
 from formulations.replay import replay_shared
 
@@ -387,13 +390,12 @@ def _retime_starts(instance: Instance, restrict: Restrictions, ready: Prepared,
 def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | None:
     """The fluid floor (`fluid_floor`) under 5b. As a floor on the makespan it lets the LP
     fix what cannot beat the incumbent, and the probes start there; on the calibration layer
-    it is 193,430 ns (193,181 without the MIP with loads run whole) against the section-5
-    bound's 191,398 (optimum 193,466); on a one-layer
+    it is 193,181 ns against the section-5 bound's 191,398 (optimum 193,466); on a one-layer
     OPT-30B b64 slice the MIP's 761,861 ns is the optimum, 2% above the LP (one thread, 60 s:
     the probe at it ran out of its share unproven, and which later phase reaches a plan of
     that makespan varies run to run)."""
     return fluid_floor(instance, "shared-noc", lambda: remaining(options.time_limit_s, started),
-                       milp=options.work_limit is None, contiguous=True)
+                       milp=options.work_limit is None)
 
 
 def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
@@ -401,6 +403,11 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
     """Solve the prepared 5b model: probes, then (re-timed starts, open search) if needed."""
     if (met := _start_meets_floor(instance, ready, started)) is not None:
         return met
+    whole = _loads_run_whole(instance, options)
+    if whole and options.time_limit_s is not None:  # kept back for that bound
+        left = remaining(options.time_limit_s, started) or 0.0
+        ready = replace(ready, options=replace(
+            ready.options, time_limit_s=options.time_limit_s - WHOLE_LOADS_SHARE * left))
     status, solver, probed, ready = _probe_then_search(instance, restrict, started, ready)
     cm, five, best, warm, upper = ready.cm, ready.five, ready.best, ready.warm, ready.upper
     assert five is not None
@@ -410,6 +417,11 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
             raise AssertionError("the 5b model is infeasible within a plan's makespan")
         raise _infeasible(instance, restrict)
     bounds = [b for b in (ready.floor, probed) if b is not None]
+    if whole and status != cp_model.OPTIMAL:
+        raised = loads_run_whole_bound(instance, "shared-noc",
+                                       remaining(options.time_limit_s, started))
+        params["fluid_contiguous_ns"] = raised
+        bounds += [raised] if raised is not None else []
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.UNKNOWN:
             bounds.append(ceil_integer(solver.best_objective_bound))
@@ -433,6 +445,19 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                      timing="shared-noc", release_ns=release,
                      status="optimal" if lower == schedule.makespan_ns else "feasible",
                      lower_bound_ns=lower, params=params)
+
+
+WHOLE_LOADS_SHARE = 0.3  # of the time left after the floor, kept for the bound after search
+
+
+def _loads_run_whole(instance: Instance, options: SolveOptions) -> bool:
+    """Whether the search ends, when it proves nothing, with the fluid MIP with loads run
+    whole (`loads_run_whole_bound`): on a decoder layer or less, in the instance's order,
+    without a work limit (HiGHS stops on the wall clock only) and without a floor given (a
+    caller that gives one has bounds of its own: `certify` runs this one, `polish` keeps its
+    time for the search; BENCHMARKS.md, "Loads run whole")."""
+    return (len(instance.ops) <= FLUID_CONTIGUOUS_MAX_OPS and not _free(options)
+            and options.work_limit is None and options.floor_ns is None)
 
 
 def _start_meets_floor(instance: Instance, ready: Prepared, started: float) -> Plan | None:

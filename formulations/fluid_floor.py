@@ -1,21 +1,19 @@
 """The fluid floor: the best fluid bound an exact method or an LNS can afford before it starts.
 
-The fluid LP (`elk_opt.bounds.fluid`), up to FLUID_MILP_MAX_OPS ops the fluid MIP
-(`elk_opt.bounds.fluid_milp`) and, if asked, up to FLUID_CONTIGUOUS_MAX_OPS ops (a decoder
-layer) that MIP with loads that run without a break (`elk_opt.bounds.contiguous`): the
-largest. All hold for every plan in the instance's execution order, with or without
-restrictions, so a method in that order may claim the floor, start its search there
-(`cpsat`'s probes) or stop once a plan meets it (`polish`).
+The fluid LP (`elk_opt.bounds.fluid`) and, up to FLUID_MILP_MAX_OPS ops, the fluid MIP
+(`elk_opt.bounds.fluid_milp`), the larger. Both hold for every plan in the instance's
+execution order, with or without restrictions, so a method in that order may claim the floor,
+start its search there (`cpsat`'s probes) or stop once a plan meets it (`polish`). On the
+small gap suite's eight proven one-layer zoo slices (all hbm3e) the floor is the optimum
+on six. HiGHS stops a MIP on the wall clock only, so a run that must repeat (under a work
+limit) leaves the MIP out; the LP on these sizes finishes. The solvers are imported when
+the floor is computed.
 
-The last MIP is the strongest and the slowest (2-21 s on the small gap suite's one-layer zoo
-slices, against 0.4-4 s for the plain one); stopped by its share, its dual bound can be below
-the plain MIP's optimum, so it runs second, once that one is solved, and only adds. `cpsat`
-asks for it: its floor is what a study's reference and a plan's claimed gap come from, and
-on that suite it proves one more slice. `polish` does not: on a slice its proofs come from
-solving it whole with `cpsat`, and the seconds the MIP takes cost it two of them there
-(BENCHMARKS.md, "Loads run whole"). HiGHS stops a MIP on the wall clock only, so a run that
-must repeat (under a work limit) leaves the MIPs out; the LP on these sizes finishes. The
-solvers are imported when the floor is computed.
+`loads_run_whole_bound` is the strongest bound on a decoder layer, the fluid MIP with loads
+that run without a break (`elk_opt.bounds.contiguous`), and too slow to sit before a 20 s
+search (2-23 s on the small gap suite's one-layer zoo slices, against 0.4-4 s for the plain
+MIP): `cpsat` keeps part of its time back for it and runs it after its search, when the search
+proved nothing (BENCHMARKS.md, "Loads run whole").
 """
 
 from __future__ import annotations
@@ -28,14 +26,13 @@ from elk_opt.problem import Instance, Timing
 
 LP_SHARE = 0.1  # of the time left, for the fluid LP
 MILP_SHARE = 0.2  # of the time left then, for the fluid MIP on small instances
-CONTIGUOUS_SHARE = 0.25  # of the time left then, for that MIP with loads run whole (one layer)
 
 
 def fluid_floor(instance: Instance, timing: Timing, left: Callable[[], float | None],
-                milp: bool = True, contiguous: bool = False) -> int | None:
+                milp: bool = True) -> int | None:
     """The floor; `left()` is the caller's time left (None: no limit); without `milp` the LP
-    alone, with `contiguous` the MIP with loads run whole too. None if no bound was solved in
-    its share, or a SIGINT asked the caller to stop with its best plan."""
+    alone. None if neither bound was solved in its share, or a SIGINT asked the caller to
+    stop with its best plan."""
     from elk_opt.bounds.fluid import fluid_bound
     from elk_opt.bounds.fluid_milp import fluid_milp_bound
 
@@ -47,13 +44,26 @@ def fluid_floor(instance: Instance, timing: Timing, left: Callable[[], float | N
     try:
         found.append(fluid_bound(instance, timing, share(LP_SHARE)).bound_ns)
         if milp and len(instance.ops) <= FLUID_MILP_MAX_OPS and not stop_requested():
-            plain = fluid_milp_bound(instance, timing, share(MILP_SHARE))
-            found.append(plain.bound_ns)
-            if (contiguous and plain.complete and len(instance.ops) <= FLUID_CONTIGUOUS_MAX_OPS
-                    and not stop_requested()):
-                found.append(fluid_milp_bound(instance, timing, share(CONTIGUOUS_SHARE),
-                                              contiguous=True).bound_ns)
+            found.append(fluid_milp_bound(instance, timing, share(MILP_SHARE)).bound_ns)
     except KeyboardInterrupt:  # the bounds' way of saying a SIGINT stopped HiGHS
         if not stop_requested():
             raise
     return max((b for b in found if b is not None), default=None)
+
+
+def loads_run_whole_bound(instance: Instance, timing: Timing,
+                          time_limit_s: float | None) -> int | None:
+    """The fluid MIP with loads run whole (module docstring) on instances of at most
+    FLUID_CONTIGUOUS_MAX_OPS ops; None above, if not even its relaxation was solved in time,
+    or if a SIGINT asked the caller to stop with its best plan. Stopped by its time limit,
+    its bound can be below the plain MIP's: the caller keeps the larger."""
+    from elk_opt.bounds.fluid_milp import fluid_milp_bound
+
+    if len(instance.ops) > FLUID_CONTIGUOUS_MAX_OPS or stop_requested():
+        return None
+    try:
+        return fluid_milp_bound(instance, timing, time_limit_s, contiguous=True).bound_ns
+    except KeyboardInterrupt:  # as in fluid_floor
+        if not stop_requested():
+            raise
+        return None

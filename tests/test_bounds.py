@@ -29,7 +29,6 @@ from elk_opt.methods import heuristics, solve
 from elk_opt.problem import TIMINGS, Instance
 from elk_opt.solution import SolveOptions
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
-from formulations.fluid_floor import fluid_floor
 from tests.strategies import random_instances, random_plans, synthetic_instances
 from tests.tiny import only_choice, parse, port_instance, tiny_instance
 
@@ -266,12 +265,6 @@ def test_a_load_part_done_at_both_ends_of_an_execute_runs_through_it():
     assert enumerate_shared_optimum(instance).makespan_ns == 13
     assert fluid_milp_bound(instance, "shared-noc").bound_ns == 12
     assert fluid_milp_bound(instance, "shared-noc", contiguous=True).bound_ns == 13
-
-
-def test_the_fluid_floor_takes_the_mip_with_loads_run_whole_when_asked():
-    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
-    assert fluid_floor(instance, "shared-noc", lambda: None, contiguous=True) == 24
-    assert fluid_floor(instance, "shared-noc", lambda: None) == 22
 
 
 @st.composite

@@ -25,7 +25,7 @@ from formulations.cpsat_model import build
 from formulations.cpsat_probe import COLD_PROBE_SHARE, LAST_STEP, PROBE_SHARE, next_cap, probe
 from formulations.enumerate import enumerate_shared_optimum
 from tests.test_exact_shared import contended_instances
-from tests.tiny import tiny_instance
+from tests.tiny import port_instance, tiny_instance
 
 SHARED = SolveOptions(threads=1, timing="shared-noc")
 
@@ -129,3 +129,25 @@ def test_cold_probes_above_the_floor_get_the_larger_share(monkeypatch):
 def _plan():
     instance = tiny_instance([(10, 60, 10, 60, 0), (10, 60, 10, 60, 0)])
     return solve(instance, "elk-full", SHARED)
+
+
+def test_a_search_that_proves_nothing_still_claims_the_bound_with_loads_run_whole(monkeypatch):
+    # The example of tests/test_bounds.py: the fluid MIP gives 22, with loads run whole 24,
+    # the optimum. A search that ends unproven, with time kept back for that bound, claims it.
+    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
+    limits = []
+
+    def unproven(instance, restrict, started, ready):
+        limits.append(ready.options.time_limit_s)
+        return cp_model.UNKNOWN, SimpleNamespace(best_objective_bound=0.0,
+                                                 status_name=lambda _: "UNKNOWN"), None, ready
+
+    monkeypatch.setattr(cpsat, "_probe_then_search", unproven)
+    options = replace(SHARED, time_limit_s=60.0, warm_plan=solve(instance, "elk-full", SHARED),
+                      warm_start="elk-full")
+    plan = solve(instance, "cpsat", options)
+    params = plan.claims.params
+    assert params["fluid_bound_ns"] == 22 and params["fluid_contiguous_ns"] == 24
+    assert plan.claims.lower_bound_ns == 24
+    assert plan.claims.status == ("optimal" if plan.claims.makespan_ns == 24 else "feasible")
+    assert limits and limits[0] < 60.0 * (1 - cpsat.WHOLE_LOADS_SHARE) + 1
