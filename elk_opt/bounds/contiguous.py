@@ -117,14 +117,15 @@ def _no_other_overlap(model: FluidModel, spans: dict[int, dict[int, int]]) -> No
             continue
         overlap = [[col for col in model.work[b][k] if col not in model.alone[b]]
                    for k in range(len(model.reps))]
-        run = model.costs[b - 1]
+        # per class, the longest op b - 1's execute can take beside a load of that class
+        most = [max(c.run / speeds(rep, c.exec_demand, model.timing)[1]
+                    for c in model.costs[b - 1]) for rep in model.reps]
         for j, through in throughs.items():
             loading = [(a, model.load_class(c)) for a, c in enumerate(model.costs[j])
                        if c.load > 0]
-            for k, rep in enumerate(model.reps):
+            for k in range(len(model.reps)):
                 mine = [model.pick[j][a] for a, kind in loading if kind == k]
                 if len(mine) == len(loading):  # j's load is of class k whatever its pair
                     continue
-                most = max(c.run / speeds(rep, c.exec_demand, model.timing)[1] for c in run)
-                model.lp.row({**dict.fromkeys(overlap[k], 1.0), through: most,
-                              **dict.fromkeys(mine, -most)}, float("-inf"), most)
+                model.lp.row({**dict.fromkeys(overlap[k], 1.0), through: most[k],
+                              **dict.fromkeys(mine, -most[k])}, float("-inf"), most[k])
