@@ -10,7 +10,8 @@ load order kept (a small problem, but seconds on a layer: the calibration layer'
 plan carries the model's start times as release times, only those that bind; its replay is
 checked against the model. On a decoder layer or less, 30% of the time left after the floor
 is kept back: when the search proves nothing, the fluid MIP with loads run whole
-(`loads_run_whole_bound`) may still raise the bound to the plan (`fluid_contiguous_ns`).
+(`loads_run_whole`) may still raise the bound to the plan (`fluid_contiguous_ns`), and the
+plan its timeline replays to (`fluid_replay`) replaces the search's when it is faster.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, so
 from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
-from formulations.fluid_floor import fluid_floor, loads_run_whole_bound
+from formulations.fluid_floor import fluid_floor, loads_run_whole
 from formulations.model_map import VariableMap, pick_map
 from formulations.replay import replay_shared
 
@@ -417,11 +418,14 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
             raise AssertionError("the 5b model is infeasible within a plan's makespan")
         raise _infeasible(instance, restrict)
     bounds = [b for b in (ready.floor, probed) if b is not None]
+    replayed = None
     if whole and status != cp_model.OPTIMAL:
-        raised = loads_run_whole_bound(instance, "shared-noc",
-                                       remaining(options.time_limit_s, started))
-        params["fluid_contiguous_ns"] = raised
-        bounds += [raised] if raised is not None else []
+        found = loads_run_whole(instance, "shared-noc", remaining(options.time_limit_s, started),
+                                "cpsat", started)
+        params["fluid_contiguous_ns"] = found.bound_ns if found is not None else None
+        if found is not None:
+            bounds += [found.bound_ns] if found.bound_ns is not None else []
+            replayed = found.plan
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.UNKNOWN:
             bounds.append(ceil_integer(solver.best_objective_bound))
@@ -429,6 +433,7 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
         plan = fallback(instance, best, "cpsat", started, max(bounds, default=None), params,
                         "shared-noc", f"{source}, re-timed" if ready.retimed else source,
                         free=_free(options))
+        plan = _faster(instance, plan, replayed, max(bounds, default=None), params, started)
         if plan is not None:
             return plan
         raise _nothing_found(options)
@@ -441,10 +446,27 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                              f"{objective}")
     bounds.append(ceil_integer(solver.best_objective_bound))
     lower = claimed_bound(instance, max(bounds), schedule.makespan_ns)
-    return make_plan(instance, times.choice, program, method="cpsat", started=started,
+    plan = make_plan(instance, times.choice, program, method="cpsat", started=started,
                      timing="shared-noc", release_ns=release,
                      status="optimal" if lower == schedule.makespan_ns else "feasible",
                      lower_bound_ns=lower, params=params)
+    return _faster(instance, plan, replayed, max(bounds), params, started) or plan
+
+
+def _faster(instance: Instance, plan: Plan | None, replayed: Plan | None, bound: int | None,
+            params: dict, started: float) -> Plan | None:
+    """The plan, or the one read from the fluid MIP's timeline (`loads_run_whole`) when it is
+    faster, claimed with the same bound (every bound here holds for any plan in the order)."""
+    if replayed is None or replayed.claims is None or (
+            plan is not None and plan.claims is not None
+            and plan.claims.makespan_ns <= replayed.claims.makespan_ns):
+        return plan
+    makespan = replayed.claims.makespan_ns
+    lower = claimed_bound(instance, bound, makespan)
+    return make_plan(instance, replayed.choice, replayed.program, method="cpsat",
+                     started=started, timing="shared-noc", release_ns=replayed.release_ns,
+                     status="optimal" if lower == makespan else "feasible",
+                     lower_bound_ns=lower, params={**params, "plan_source": "fluid MIP timeline"})
 
 
 WHOLE_LOADS_SHARE = 0.3  # of the time left after the floor, kept for the bound after search
@@ -452,7 +474,7 @@ WHOLE_LOADS_SHARE = 0.3  # of the time left after the floor, kept for the bound 
 
 def _loads_run_whole(instance: Instance, options: SolveOptions) -> bool:
     """Whether the search ends, when it proves nothing, with the fluid MIP with loads run
-    whole (`loads_run_whole_bound`): on a decoder layer or less, in the instance's order,
+    whole (`loads_run_whole`): on a decoder layer or less, in the instance's order,
     without a work limit (HiGHS stops on the wall clock only) and without a floor given (a
     caller that gives one has bounds of its own: `certify` runs this one, `polish` keeps its
     time for the search; BENCHMARKS.md, "Loads run whole")."""

@@ -9,20 +9,22 @@ on six. HiGHS stops a MIP on the wall clock only, so a run that must repeat (und
 limit) leaves the MIP out; the LP on these sizes finishes. The solvers are imported when
 the floor is computed.
 
-`loads_run_whole_bound` is the strongest bound on a decoder layer, the fluid MIP with loads
+`loads_run_whole` gives the strongest bound on a decoder layer, the fluid MIP with loads
 that run without a break (`elk_opt.bounds.contiguous`), and too slow to sit before a 20 s
 search (2-23 s on the small gap suite's one-layer zoo slices, against 0.4-4 s for the plain
 MIP): `cpsat` keeps part of its time back for it and runs it after its search, when the search
-proved nothing (BENCHMARKS.md, "Loads run whole").
+proved nothing (BENCHMARKS.md, "Loads run whole"). It also gives the plan the MIP's timeline
+replays to (`formulations.fluid_replay`), which `cpsat` keeps when it beats the search's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS, FLUID_MILP_MAX_OPS
 from elk_opt.interrupts import stop_requested
-from elk_opt.problem import Instance, Timing
+from elk_opt.problem import Instance, Plan, Timing
 
 LP_SHARE = 0.1  # of the time left, for the fluid LP
 MILP_SHARE = 0.2  # of the time left then, for the fluid MIP on small instances
@@ -51,19 +53,33 @@ def fluid_floor(instance: Instance, timing: Timing, left: Callable[[], float | N
     return max((b for b in found if b is not None), default=None)
 
 
-def loads_run_whole_bound(instance: Instance, timing: Timing,
-                          time_limit_s: float | None) -> int | None:
+@dataclass(frozen=True)
+class LoadsRunWhole:
+    """The fluid MIP with loads run whole: its bound (None if not even its relaxation was
+    solved) and the plan its best solution's timeline gives (formulations.fluid_replay)."""
+
+    bound_ns: int | None
+    plan: Plan | None
+
+
+def loads_run_whole(instance: Instance, timing: Timing, time_limit_s: float | None,
+                    method: str, started: float) -> LoadsRunWhole | None:
     """The fluid MIP with loads run whole (module docstring) on instances of at most
-    FLUID_CONTIGUOUS_MAX_OPS ops; None above, if not even its relaxation was solved in time,
-    or if a SIGINT asked the caller to stop with its best plan. Stopped by its time limit,
-    its bound can be below the plain MIP's: the caller keeps the larger."""
-    from elk_opt.bounds.fluid_milp import fluid_milp_bound
+    FLUID_CONTIGUOUS_MAX_OPS ops, and the plan read from its solution; None above, or if a
+    SIGINT asked the caller to stop with its best plan. Stopped by its time limit, its bound
+    can be below the plain MIP's: the caller keeps the larger."""
+    from elk_opt.bounds.fluid_milp import solve_fluid_milp
+    from formulations.fluid_replay import replayed_plan
 
     if len(instance.ops) > FLUID_CONTIGUOUS_MAX_OPS or stop_requested():
         return None
     try:
-        return fluid_milp_bound(instance, timing, time_limit_s, contiguous=True).bound_ns
+        solved = solve_fluid_milp(instance, timing, time_limit_s, contiguous=True)
     except KeyboardInterrupt:  # as in fluid_floor
         if not stop_requested():
             raise
         return None
+    plan = None
+    if solved.model is not None and solved.solution is not None:
+        plan = replayed_plan(instance, solved.model, solved.solution, timing, method, started)
+    return LoadsRunWhole(solved.bound.bound_ns, plan)

@@ -32,17 +32,29 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import highspy
+import numpy as np
 
 from elk_opt.bounds.contiguous import add_one_load_running
-from elk_opt.bounds.fluid import FluidBound
+from elk_opt.bounds.fluid import FluidBound, FluidModel
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, build_fluid_sram, spaced_costs
 from elk_opt.problem import Instance, Timing
 from formulations.highs_run import run_interruptible
 
 STOPPED = (highspy.HighsModelStatus.kTimeLimit, highspy.HighsModelStatus.kInterrupt,
            highspy.HighsModelStatus.kSolutionLimit, highspy.HighsModelStatus.kIterationLimit)
+
+
+@dataclass(frozen=True)
+class SolvedMilp:
+    """The program's bound, the model it was built as, and the best solution HiGHS found
+    (None if it found none): a timeline a plan can be read from (formulations.fluid_replay)."""
+
+    bound: FluidBound
+    model: FluidModel | None
+    solution: np.ndarray | None
 
 
 def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
@@ -52,12 +64,20 @@ def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | N
     `contiguous`: with one load running at each execute start (elk_opt.bounds.contiguous).
     Stopped by `time_limit_s`, the best dual bound so far (`complete` False); None if not
     even the root relaxation was solved."""
+    return solve_fluid_milp(instance, timing, time_limit_s, band, max_classes, threads,
+                            contiguous).bound
+
+
+def solve_fluid_milp(instance: Instance, timing: Timing, time_limit_s: float | None = None,
+                     band: int = DEFAULT_BAND, max_classes: int = 16,
+                     threads: int = 1, contiguous: bool = False) -> SolvedMilp:
+    """As `fluid_milp_bound`, with the model and its best solution."""
     if band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
     started = time.perf_counter()
     costs = spaced_costs(instance)
     if not costs:
-        return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
+        return SolvedMilp(FluidBound(0, 0, 0, 0, time.perf_counter() - started), None, None)
     model = build_fluid_sram(costs, instance.chip.sram_bytes, timing, band, max_classes,
                              whole=True)
     if contiguous:
@@ -80,6 +100,9 @@ def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | N
         # the dual bound comes from LPs solved to HiGHS's tolerances (1e-7 to 1e-6), whose
         # residuals a MIP does not report: a margin of a millionth of it, one ns per ms
         bound = max(0, math.ceil(dual - 1e-6 * abs(dual) - 1e-6))
-    return FluidBound(bound, len(model.lp.cost), len(model.lp.row_lower), len(model.reps),
-                      time.perf_counter() - started, complete=complete)
+    found = h.getInfo().primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
+    return SolvedMilp(
+        FluidBound(bound, len(model.lp.cost), len(model.lp.row_lower), len(model.reps),
+                   time.perf_counter() - started, complete=complete),
+        model, np.asarray(h.getSolution().col_value) if found else None)
 

@@ -1,0 +1,73 @@
+"""Plans read from the fluid MIP's timeline (formulations.fluid_replay), and `cpsat` keeping
+one when it beats its search."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given, settings
+
+from elk_opt.bounds.fluid_milp import solve_fluid_milp
+from elk_opt.io import plan_to_dict
+from formulations import cpsat
+from formulations.enumerate import enumerate_shared_optimum
+from formulations.fluid_replay import replayed_plan
+from tests.strategies import random_instances
+from tests.test_bounds import port_chains
+from tests.tiny import port_instance
+from verify import check
+
+
+def _replayed(instance):
+    solved = solve_fluid_milp(instance, "shared-noc", contiguous=True)
+    assert solved.model is not None and solved.solution is not None
+    return solved.bound.bound_ns, replayed_plan(instance, solved.model, solved.solution,
+                                                "shared-noc", "test", time.perf_counter())
+
+
+def _holds(instance, bound, plan):
+    """The plan is valid on its own and no faster than the exhaustive optimum or the bound."""
+    assert check(plan_to_dict(plan)).valid
+    best = enumerate_shared_optimum(instance).makespan_ns
+    assert bound <= best <= plan.claims.makespan_ns
+
+
+@settings(max_examples=40)
+@given(port_chains())
+def test_a_replayed_plan_is_valid_and_never_beats_the_optimum(instance):
+    bound, plan = _replayed(instance)
+    if plan is not None:
+        _holds(instance, bound, plan)
+
+
+@settings(max_examples=30)
+@given(random_instances(max_ops=3, max_plans=2, noc=True, max_ns=10))
+def test_a_replayed_plan_is_valid_on_random_instances(instance):
+    bound, plan = _replayed(instance)
+    if plan is not None:
+        _holds(instance, bound, plan)
+
+
+def test_the_timeline_of_the_four_op_example_replays_to_its_optimum():
+    # tests/test_bounds.py: the MIP with loads run whole meets the optimum, 24 ns; its
+    # solution, replayed as a program, is a plan of that makespan
+    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
+    bound, plan = _replayed(instance)
+    assert bound == 24
+    assert plan is not None and plan.claims.makespan_ns == 24
+    _holds(instance, bound, plan)
+
+
+def test_cpsat_keeps_the_faster_of_its_plan_and_the_replayed_one():
+    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
+    _, fast = _replayed(instance)
+    assert fast is not None
+    started = time.perf_counter()
+    kept = cpsat._faster(instance, None, fast, 24, {"solver": "cp-sat"}, started)
+    assert kept is not None and kept.claims is not None
+    assert (kept.claims.method, kept.claims.status, kept.claims.lower_bound_ns) == (
+        "cpsat", "optimal", 24)
+    assert kept.claims.params["plan_source"] == "fluid MIP timeline"
+    assert check(plan_to_dict(kept)).valid
+    assert cpsat._faster(instance, kept, fast, 24, {}, started) is kept  # not faster
+    assert cpsat._faster(instance, kept, None, 24, {}, started) is kept
