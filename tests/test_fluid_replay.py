@@ -8,6 +8,7 @@ import time
 from hypothesis import given, settings
 
 from elk_opt.bounds.fluid_milp import solve_fluid_milp
+from elk_opt.bounds.run_all import lower_bounds
 from elk_opt.io import plan_to_dict
 from formulations import cpsat
 from formulations.enumerate import enumerate_shared_optimum
@@ -71,3 +72,14 @@ def test_cpsat_keeps_the_faster_of_its_plan_and_the_replayed_one():
     assert check(plan_to_dict(kept)).valid
     assert cpsat._faster(instance, kept, fast, 24, {}, started) is kept  # not faster
     assert cpsat._faster(instance, kept, None, 24, {}, started) is kept
+
+
+def test_the_bounds_report_lists_the_replayed_plan_only_when_asked():
+    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
+    plain = lower_bounds(instance, timing="shared-noc", threads=1)
+    assert "replayed" not in plain
+    report = lower_bounds(instance, timing="shared-noc", threads=1, replay=True)
+    (document,) = report["replayed"]
+    assert check(document).valid
+    assert document["claims"]["method"] == "fluid-contiguous"
+    assert document["claims"]["makespan_ns"] >= report["best"]["ns"] == 24

@@ -79,6 +79,7 @@ class _Limits:
     threads: int
     progress: bool
     ends: float | None = None  # perf_counter time the budget ends (None: no budget)
+    replay: bool = False  # read a plan from the fluid-contiguous MIP's solution too
 
     def say(self, text: str) -> None:
         if self.progress:
@@ -145,17 +146,26 @@ def _milp(instance: Instance, lim: _Limits, contiguous: bool) -> dict[str, Any] 
     n = len(instance.ops)
     if n > (lim.fluid_contiguous_max_ops if contiguous else lim.fluid_milp_max_ops):
         return None
-    from elk_opt.bounds.fluid_milp import fluid_milp_bound
+    from elk_opt.bounds.fluid_milp import solve_fluid_milp
     from elk_opt.bounds.fluid_sram import DEFAULT_BAND
     what = "one load running at each execute start" if contiguous else "SRAM"
     lim.say(f"fluid MIP with {what} of {n} ops...")
     started = time.perf_counter()
-    fb = fluid_milp_bound(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
-                          threads=lim.threads, contiguous=contiguous)
+    solved = solve_fluid_milp(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
+                              threads=lim.threads, contiguous=contiguous)
+    fb = solved.bound
     detail = f"{fb.columns:,} columns ({n} ops' pairs and pending loads 0/1"
     detail += ", loads started and finished 0/1)" if contiguous else ")"
-    return _fluid_row("fluid-contiguous" if contiguous else "fluid-milp", started, fb, lim,
-                      f"{detail}, {fb.rows:,} rows", band=DEFAULT_BAND)
+    row = _fluid_row("fluid-contiguous" if contiguous else "fluid-milp", started, fb, lim,
+                     f"{detail}, {fb.rows:,} rows", band=DEFAULT_BAND)
+    if contiguous and lim.replay and solved.model is not None and solved.solution is not None:
+        from elk_opt.io import plan_to_dict
+        from formulations.fluid_replay import replayed_plan
+        plan = replayed_plan(instance, solved.model, solved.solution, lim.timing,
+                             "fluid-contiguous", time.perf_counter())
+        if plan is not None:
+            row["replayed"] = plan_to_dict(plan)
+    return row
 
 
 def _lp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
@@ -349,7 +359,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  lp_max_ops: int = limits.LP_MAX_OPS, lp_time_s: float = limits.LP_TIME_S,
                  threads: int = 2,
                  progress: bool = False, time_budget_s: float | None = None,
-                 exec_order: ExecOrder = "instance") -> dict[str, Any]:
+                 exec_order: ExecOrder = "instance", replay: bool = False) -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note", "status", "params"}], "best"}`.
 
@@ -367,6 +377,8 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     whose turn comes when nothing is left is listed as skipped; the linear-time bounds always
     run. Budgets are wall-clock; model building beyond a limit may overrun it a little.
     `exec_order="free"`: only the bounds that hold for every execution order (R2).
+    `replay`: the report also lists, under "replayed", the plan read from the fluid-contiguous
+    MIP's solution (formulations.fluid_replay), an elk-plan/1 document, when there is one.
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
@@ -381,7 +393,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, fluid_milp_max_ops,
                   fluid_contiguous_max_ops,
                   window, window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
-                  progress)
+                  progress, replay=replay)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))
@@ -399,6 +411,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
         rows.append(_row("port-cut", started, port_cut_bound(instance), "shared-noc",
                          "instance", "port work before an execute start, then the executes"))
     deadline = None if time_budget_s is None else time.perf_counter() + time_budget_s
+    replayed: list[dict[str, Any]] = []
     for heavy in HEAVY:
         started = time.perf_counter()
         capped = lim if deadline is None else _capped(lim, deadline - started, instance)
@@ -416,10 +429,12 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
             continue
         found = row if isinstance(row, list) else [row]
         stopped = [one.pop("interrupted", False) for one in found]
+        replayed += [one.pop("replayed") for one in found if "replayed" in one]
         rows.extend(found)
         if any(stopped):
             break
-    return _report(instance, timing, rows)
+    report = _report(instance, timing, rows)
+    return {**report, "replayed": replayed} if replay else report
 
 
 def _report(instance: Instance, timing: Timing, rows: list[dict[str, Any]]) -> dict[str, Any]:

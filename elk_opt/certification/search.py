@@ -48,6 +48,7 @@ from elk_opt.certification.worker import Task, TimedOut, Worker
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate_plan
 from elk_opt.interrupts import Terminated
+from elk_opt.io import plan_from_dict
 from elk_opt.methods import solve
 from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.progress import say
@@ -366,7 +367,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
         return False
     started = time.perf_counter()
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
-            "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress}
+            "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress, "replay": True}
     for name, limit in SOLVED_ONCE.items():  # a later round: what finished gives the same
         if found.bounds.get(name, {}).get("status") == "complete":
             args[limit] = 0
@@ -388,6 +389,8 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     gained = False
     for row in report["bounds"]:
         gained = offer_bound(found, bound_entry(row)) or gained
+    for document in report.get("replayed", []):  # read from the fluid-contiguous MIP
+        offer_plan(found, plan_from_dict(document))
     _record(found, f"bounds (round {round_})", started,
             f"best {found.lower():,} ns" + (" (raised)" if gained else ""))
     _say(found, f"bounds, round {round_}", progress)
