@@ -149,6 +149,7 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_and_the_contiguous_mi
     rounds = _bound_rounds(monkeypatch)
     # solvers that find nothing: the gap stays open, so a second round comes
     monkeypatch.setattr(search_module, "_plan_round", lambda *_args, **_kwargs: False)
+    monkeypatch.setattr(search_module, "CONTIGUOUS_FIRST_MAX_OPS", 4)
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     with Worker() as worker:
         doc = certify(instance, time_limit_s=8, threads=1, worker=worker)
@@ -158,6 +159,16 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_and_the_contiguous_mi
     assert "fluid_contiguous_max_ops" not in rounds[1] and rounds[1]["fluid_milp_max_ops"] == 0
     assert {"layers1", "fluid-layers", "fluid-milp", "fluid-contiguous"} <= {
         b["name"] for b in doc["bounds"]}
+
+
+def test_on_a_layer_the_contiguous_mip_runs_first_and_hands_over_its_plan(monkeypatch):
+    rounds = _bound_rounds(monkeypatch)
+    instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
+    with Worker() as worker:
+        doc = certify(instance, time_limit_s=8, threads=1, worker=worker)
+    assert rounds[0]["layers"] == 0 and "fluid_contiguous_max_ops" not in rounds[0]
+    assert rounds[0]["replay"] is True
+    assert "fluid-contiguous" in {b["name"] for b in doc["bounds"]}
 
 
 def test_above_what_cpsat_solves_whole_the_first_round_has_the_layer_windows(monkeypatch):

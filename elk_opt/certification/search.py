@@ -19,8 +19,12 @@ runs the solver phases in a process of their own):
    CP-SAT solves whole, the layer windows wait for the second round: their CP-SAT
    relaxations of the same model cost the first round most of its time and CP-SAT's own
    search bounds tighter, as on the calibration layer, 26 s of windows to 192,562 ns where
-   CP-SAT proves the optimum, 193,466 ns, in 8; so does the fluid MIP with one load running,
-   17-32 s on a Gemma2-27B b64 KV4096 layer, a fifth of a 150 s budget), then CP-SAT
+   CP-SAT proves the optimum, 193,466 ns, in 8; so does the fluid MIP with one load running
+   on more than CONTIGUOUS_FIRST_MAX_OPS ops, 17-32 s on a Gemma2-27B b64 KV4096 layer of 34,
+   a fifth of a 150 s budget; with it in the first round the calibration layer's proof took
+   47 s against 12, another certify run beside each; on fewer ops it runs first, since the
+   plan its solution replays to is often the best start there: Llama2-7B b16 KV2048 on the
+   mesh chip, 60 s, gap 0.447% -> 0.078%), then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order, or every order when the plan given executes in
    another: then CP-SAT solves over every order and polish, instance-order only, sits out)
@@ -42,6 +46,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
+from elk_opt.bounds.fluid_sram import DEFAULT_BAND
 from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
 from elk_opt.certification.certificate import bound_entry, covers, exec_order, solver_bound_entry
 from elk_opt.certification.worker import Task, TimedOut, Worker
@@ -79,6 +84,8 @@ SLICE_SHARE = 0.15  # of what is left, for Elk-Full and CP-SAT on the slice (see
 SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
                "fluid-contiguous": "fluid_contiguous_max_ops", "lp": "lp_max_ops"}
 MIN_PHASE_S = 0.5  # a phase with less time than this is not started
+CONTIGUOUS_FIRST_MAX_OPS = DEFAULT_BAND  # up to here the MIP with loads run whole runs in
+# round 1: it then tracks every load from the start, and took 2-23 s on one-layer zoo slices
 GRACE_S = 1.0  # past the budget before a solver phase's process is ended
 MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
 
@@ -374,7 +381,8 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     found.deferred = defers(instance, round_)
     if found.deferred:
         args["layers"] = 0
-        args["fluid_contiguous_max_ops"] = 0
+        if len(instance.ops) > CONTIGUOUS_FIRST_MAX_OPS:
+            args["fluid_contiguous_max_ops"] = 0
     try:
         _starting(found, f"the solver-backed bounds, up to {budget:.0f} s", progress)
         report = _call(found, worker, Task("bounds", instance, args), found.hard_deadline())
