@@ -29,7 +29,7 @@ from elk_opt.methods import heuristics, solve
 from elk_opt.problem import TIMINGS, Instance
 from elk_opt.solution import SolveOptions
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
-from tests.strategies import random_instances, random_plans, synthetic_instances
+from tests.strategies import port_chains, random_instances, random_plans, synthetic_instances
 from tests.tiny import only_choice, parse, port_instance, tiny_instance
 
 
@@ -265,19 +265,6 @@ def test_a_load_part_done_at_both_ends_of_an_execute_runs_through_it():
     assert enumerate_shared_optimum(instance).makespan_ns == 13
     assert fluid_milp_bound(instance, "shared-noc").bound_ns == 12
     assert fluid_milp_bound(instance, "shared-noc", contiguous=True).bound_ns == 13
-
-
-@st.composite
-def port_chains(draw):
-    """Four ops in a chain, each (load ns, load port ns, execute ns, execute port ns): the
-    shape of the examples above, where the rows bind about once in three hundred draws."""
-    specs = []
-    for _ in range(4):
-        load = draw(st.sampled_from([0, 2, 4, 6, 8, 10]))
-        run = draw(st.sampled_from([1, 2, 4, 6, 8, 10]))
-        specs.append((load, draw(st.sampled_from([0, load // 2, load])), run,
-                      draw(st.sampled_from([0, run // 2, run]))))
-    return port_instance(specs)
 
 
 @settings(max_examples=40)

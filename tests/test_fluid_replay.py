@@ -13,8 +13,7 @@ from elk_opt.io import plan_to_dict
 from formulations import cpsat
 from formulations.enumerate import enumerate_shared_optimum
 from formulations.fluid_replay import replayed_plan
-from tests.strategies import random_instances
-from tests.test_bounds import port_chains
+from tests.strategies import port_chains, random_instances
 from tests.tiny import port_instance
 from verify import check
 
