@@ -53,11 +53,12 @@ from dataclasses import dataclass
 
 from elk_opt.bounds.cuts import PairCost, pair_uses
 from elk_opt.bounds.fluid import FluidBound, FluidModel, build_fluid
+from elk_opt.bounds.limits import FLUID_BAND
 from elk_opt.bounds.periodic import solve_fluid, solve_fluid_picks, solved_ops
 from elk_opt.noc import PortUse
 from elk_opt.problem import ExecPlan, Instance, PreloadPlan, Timing
 
-DEFAULT_BAND = 24
+DEFAULT_BAND = FLUID_BAND
 SRAM_SHARE = 1 / 20  # smallest divisor of the rounded R5 rows, as a share of the SRAM
 MAX_DIVISORS = 8  # rounded R5 rows per execute at most, the largest divisors kept
 

@@ -46,7 +46,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from elk_opt.bounds.fluid_sram import DEFAULT_BAND
+from elk_opt.bounds.limits import FLUID_BAND
 from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
 from elk_opt.certification.certificate import bound_entry, covers, exec_order, solver_bound_entry
 from elk_opt.certification.worker import Task, TimedOut, Worker
@@ -84,7 +84,7 @@ SLICE_SHARE = 0.15  # of what is left, for Elk-Full and CP-SAT on the slice (see
 SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
                "fluid-contiguous": "fluid_contiguous_max_ops", "lp": "lp_max_ops"}
 MIN_PHASE_S = 0.5  # a phase with less time than this is not started
-CONTIGUOUS_FIRST_MAX_OPS = DEFAULT_BAND  # up to here the MIP with loads run whole runs in
+CONTIGUOUS_FIRST_MAX_OPS = FLUID_BAND  # up to here the MIP with loads run whole runs in
 # round 1: it then tracks every load from the start, and took 2-23 s on one-layer zoo slices
 GRACE_S = 1.0  # past the budget before a solver phase's process is ended
 MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
