@@ -5,9 +5,10 @@ solution is close to a schedule: each op has one pair, each load starts in one i
 runs without a break to the interval where it ends, and the interval lengths put every
 execute start S_b on a time line. Replayed as a program, that timeline is often a better plan
 than the exact search finds in the same time: on the Llama2-7B b16 KV2048 slice of the mesh
-chip (21 ops) it gave 96,511 ns where 900 s of CP-SAT from `polish`'s plan stopped at
-96,469 and the small gap suite's 20 s cells at 96,668 (the MIP's bound: 96,231); on four of
-the suite's twelve hbm3e slices it is the optimum (BENCHMARKS.md, "Plans read from the fluid
+chip (21 ops) it gave 96,511 ns after the MIP's 8 s, where the small gap suite's 20 s cells
+ended at 96,668 and 900 s of CP-SAT from `polish`'s plan at 96,469 (the MIP's bound: 96,231);
+`certify`, starting CP-SAT and `polish` from it, reaches 96,238 in 60 s. On three of the
+suite's twelve hbm3e slices it is the optimum (BENCHMARKS.md, "Plans read from the fluid
 MIP").
 
 The program: loads in the order they start in the solution (ties by the interval where they
