@@ -425,7 +425,9 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
         params["fluid_contiguous_ns"] = found.bound_ns if found is not None else None
         if found is not None:
             bounds += [found.bound_ns] if found.bound_ns is not None else []
-            replayed = found.plan
+            # the replay keeps to no restriction (window, fifo, max_pending): under one, the
+            # search's plan and bounds answer the restricted question, and the replay does not
+            replayed = found.plan if restrict == Restrictions() else None
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.UNKNOWN:
             bounds.append(ceil_integer(solver.best_objective_bound))
@@ -456,7 +458,8 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
 def _faster(instance: Instance, plan: Plan | None, replayed: Plan | None, bound: int | None,
             params: dict, started: float) -> Plan | None:
     """The plan, or the one read from the fluid MIP's timeline (`loads_run_whole`) when it is
-    faster, claimed with the same bound (every bound here holds for any plan in the order)."""
+    faster, claimed with the same bound (without restrictions every bound here holds for any
+    plan in the instance's order, the replayed one included)."""
     if replayed is None or replayed.claims is None or (
             plan is not None and plan.claims is not None
             and plan.claims.makespan_ns <= replayed.claims.makespan_ns):

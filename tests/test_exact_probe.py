@@ -26,6 +26,7 @@ from formulations.cpsat_probe import COLD_PROBE_SHARE, LAST_STEP, PROBE_SHARE, n
 from formulations.enumerate import enumerate_shared_optimum
 from tests.test_exact_shared import contended_instances
 from tests.tiny import port_instance, tiny_instance
+from verify import check
 
 SHARED = SolveOptions(threads=1, timing="shared-noc")
 
@@ -151,3 +152,25 @@ def test_a_search_that_proves_nothing_still_claims_the_bound_with_loads_run_whol
     assert plan.claims.lower_bound_ns == 24
     assert plan.claims.status == ("optimal" if plan.claims.makespan_ns == 24 else "feasible")
     assert limits and limits[0] < 60.0 * (1 - cpsat.WHOLE_LOADS_SHARE) + 1
+
+
+def test_under_a_restriction_cpsat_never_returns_the_replayed_plan(monkeypatch):
+    # The plan read from the fluid MIP keeps to no restriction, and the search's bound answers
+    # the restricted question only: with `fifo`, the search's start is what comes back.
+    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
+
+    warm = solve(instance, "basic", SHARED)
+    assert warm.claims.makespan_ns > 24  # a start the replay beats
+
+    def unproven(instance, restrict, started, ready):  # ends with the slow start
+        return cp_model.UNKNOWN, SimpleNamespace(best_objective_bound=0.0,
+                                                 status_name=lambda _: "UNKNOWN"), None, \
+            replace(ready, best=warm, warm=warm)
+
+    monkeypatch.setattr(cpsat, "_probe_then_search", unproven)
+    for params, replayed in (({}, True), ({"fifo": True}, False)):
+        options = replace(SHARED, time_limit_s=60.0, warm_plan=warm, warm_start="basic",
+                          params=params)
+        plan = solve(instance, "cpsat", options)
+        assert ("plan_source" in plan.claims.params) is replayed, params
+        assert check(plan_to_dict(plan)).valid
