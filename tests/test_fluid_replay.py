@@ -6,29 +6,34 @@ from __future__ import annotations
 import time
 
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from elk_opt.bounds.fluid_milp import solve_fluid_milp
 from elk_opt.bounds.run_all import lower_bounds
 from elk_opt.io import plan_to_dict
+from elk_opt.problem import TIMINGS
 from formulations import cpsat
-from formulations.enumerate import enumerate_shared_optimum
+from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from formulations.fluid_replay import replayed_plan
 from tests.strategies import port_chains, random_instances
 from tests.tiny import port_instance
 from verify import check
 
 
-def _replayed(instance):
-    solved = solve_fluid_milp(instance, "shared-noc", contiguous=True)
+def _replayed(instance, timing="shared-noc"):
+    solved = solve_fluid_milp(instance, timing, contiguous=True)
     assert solved.model is not None and solved.solution is not None
     return solved.bound.bound_ns, replayed_plan(instance, solved.model, solved.solution,
-                                                "shared-noc", "test", time.perf_counter())
+                                                timing, "test", time.perf_counter())
 
 
 def _holds(instance, bound, plan):
-    """The plan is valid on its own and no faster than the exhaustive optimum or the bound."""
-    assert check(plan_to_dict(plan)).valid
-    best = enumerate_shared_optimum(instance).makespan_ns
+    """The plan is valid on its own, under its timing, and no faster than the exhaustive
+    optimum or the bound."""
+    report = check(plan_to_dict(plan))
+    assert report.valid and report.timing == plan.timing
+    optimum = enumerate_shared_optimum if plan.timing == "shared-noc" else enumerate_optimum
+    best = optimum(instance).makespan_ns
     assert bound <= best <= plan.claims.makespan_ns
 
 
@@ -41,9 +46,10 @@ def test_a_replayed_plan_is_valid_and_never_beats_the_optimum(instance):
 
 
 @settings(max_examples=30)
-@given(random_instances(max_ops=3, max_plans=2, noc=True, max_ns=10))
-def test_a_replayed_plan_is_valid_on_random_instances(instance):
-    bound, plan = _replayed(instance)
+@given(random_instances(max_ops=3, max_plans=2, noc=True, max_ns=10),
+       st.sampled_from(TIMINGS))
+def test_a_replayed_plan_is_valid_on_random_instances_under_either_timing(instance, timing):
+    bound, plan = _replayed(instance, timing)
     if plan is not None:
         _holds(instance, bound, plan)
 
