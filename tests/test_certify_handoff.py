@@ -161,7 +161,7 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_and_the_contiguous_mi
         b["name"] for b in doc["bounds"]}
 
 
-def test_on_a_layer_the_contiguous_mip_runs_first_and_hands_over_its_plan(monkeypatch):
+def test_on_a_layer_the_contiguous_mip_runs_first_and_is_asked_for_its_plan(monkeypatch):
     rounds = _bound_rounds(monkeypatch)
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     with Worker() as worker:
