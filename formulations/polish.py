@@ -37,7 +37,8 @@ it or a bound. An instance of at most WHOLE_MAX_OPS ops is first solved whole by
 half the time (`_solve_whole`): on the small gap suite's 24 one-layer zoo slices (20 s) that
 proves the 8 that `cpsat` proves, in 2-12 s, where the windows alone proved 2 and used the
 whole 20 s on the others, and polish's claimed gap went from a median 0.13% (worst 0.81%) to
-0.09% (worst 0.57%).
+0.09% (worst 0.57%). When that solve proves nothing, the fluid MIP with loads run whole follows
+(`_loads_run_whole`), as in `cpsat`, for its bound and the plan its solution replays to.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from elk_opt.bounds.cheap import cheap_bound_by
+from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS
 from elk_opt.deadline import Deadline
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import Schedule, evaluate
@@ -69,7 +71,7 @@ from formulations.common import (
 from formulations.cpsat import solve as solve_cpsat
 from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
-from formulations.fluid_floor import fluid_floor
+from formulations.fluid_floor import fluid_floor, loads_run_whole
 from formulations.ilp import TooLarge, lp_bound
 from formulations.lns_holds import hold_executes
 from formulations.lns_periodic import best_copy, copy_twins, twin_classes
@@ -92,6 +94,7 @@ PERIODIC_SHARE = 0.1  # of the time limit, at most, per round of copying layers 
 FLUID_MAX_OPS = 200  # the fluid floor as a stopping bound up to this size
 WHOLE_MAX_OPS = 64  # up to this size the instance is first solved whole (`_solve_whole`)
 WHOLE_SHARE = 0.5  # of the time left, for that solve (a work limit is per window: all of it)
+LOADS_SHARE = 0.6  # of the time left after it, for the fluid MIP with loads run whole
 UNLIMITED_FLOOR_S = 10.0  # without a time limit, the floor's shares are of this
 LIMIT_MARGIN_S = 0.05  # stop starting windows this close to the deadline
 
@@ -140,7 +143,11 @@ class _Search:
         self.refused_copied = 0  # refused windows whose layers, copied, gained
         # the twin layer classes, for copies (`periodic`; the plan is in the instance's order)
         self.classes = twin_classes(instance) if periodic else []
-        self.bound: int | None = None  # CP-SAT's bound, once a window was the whole instance
+        # CP-SAT's bound once a window was the whole instance, or the fluid MIP's with loads
+        # run whole (`_loads_run_whole`)
+        self.bound: int | None = None
+        self.contiguous: int | None = None  # that MIP's bound, when it ran
+        self.replayed = False  # the plan read from that MIP's solution was taken
         self.op_sig = [signature(pairs, j, j + 1) for j in range(len(pairs))]
 
     def twin_shifts(self, r: Region) -> list[int]:
@@ -343,6 +350,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
               "twins_applied": search.twins_applied, "executes_held": search.held,
               "layers_copied": search.layers_copied, "refused_copied": search.refused_copied,
               "whole_instance_bound_ns": search.bound, "whole_solved": search.whole_solved,
+              "fluid_contiguous_ns": search.contiguous, "fluid_mip_plan": search.replayed,
               **({"given_floor_ns": floor} if options.floor_ns is not None
                  else {"fluid_bound_ns": floor}),
               "final_layers": layers,
@@ -387,6 +395,31 @@ def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,
         search.bound = max(search.bound or 0, whole.claims.lower_bound_ns)
     say(f"  solved whole: {whole.claims.makespan_ns:,} ns ({whole.claims.status}, bound "
         f"{search.bound or 0:,} ns)", enabled=options.progress)
+    if whole.claims.status != "optimal":
+        _loads_run_whole(search, options, deadline)
+
+
+def _loads_run_whole(search: _Search, options: SolveOptions, deadline: float | None) -> None:
+    """After an unproven whole solve, as `cpsat` does: the fluid MIP with loads run whole
+    (`fluid_floor.loads_run_whole`) in LOADS_SHARE of the time left, its bound kept and the
+    plan read from its solution taken if faster. Not with a floor given (`certify` runs this
+    MIP itself) nor with a work limit (HiGHS stops on the wall clock only); see BENCHMARKS.md,
+    "Polish reads the fluid MIP too"."""
+    if (options.floor_ns is not None or options.work_limit is not None
+            or len(search.instance.ops) > FLUID_CONTIGUOUS_MAX_OPS):
+        return
+    limit = None if deadline is None else LOADS_SHARE * (deadline - time.perf_counter())
+    found = loads_run_whole(search.instance, search.timing, limit, "polish",
+                            time.perf_counter())
+    if found is None:
+        return
+    search.contiguous = found.bound_ns
+    if found.bound_ns is not None:
+        search.bound = max(search.bound or 0, found.bound_ns)
+    if found.plan is not None and search.adopt(found.plan):
+        search.replayed = True
+    say(f"  loads run whole: bound {found.bound_ns or 0:,} ns, plan "
+        f"{search.inc.schedule.makespan_ns:,} ns", enabled=options.progress)
 
 
 def _copy_layers(search: _Search, options: SolveOptions, deadline: float | None,

@@ -30,7 +30,7 @@ from formulations.lns_periodic import (
 )
 from formulations.lns_region import region_model, region_of, splice
 from formulations.lns_windows import windows
-from formulations.polish import _incumbent, _Search
+from formulations.polish import _incumbent, _loads_run_whole, _Search
 from tests.strategies import random_instances, synthetic_instances
 from tests.tiny import port_instance
 from verify import check
@@ -382,3 +382,23 @@ def test_a_refused_windows_layer_copied_onto_its_twins_is_kept_only_if_it_gains(
     assert check(plan_to_dict(kept)).valid
     unperiodic = _Search(instance, feasible_pairs(instance, "shared-noc"), weak, "shared-noc")
     assert not unperiodic.copy_refused(r, (mixed, spliced))  # the knob off: no copies
+
+
+def test_after_an_unproven_whole_solve_polish_takes_the_fluid_mip_bound_and_plan():
+    # The four-op example (tests/test_fluid_replay.py): the MIP with loads run whole meets
+    # the optimum, 24 ns, and its solution replays to a plan of that makespan.
+    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
+    start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
+    assert start.claims.makespan_ns > 24
+    pairs = feasible_pairs(instance, "shared-noc")
+    options = SolveOptions(threads=1, timing="shared-noc", warm_plan=start)
+    search = _Search(instance, pairs, start, "shared-noc")
+    _loads_run_whole(search, options, None)
+    assert (search.bound, search.contiguous, search.replayed) == (24, 24, True)
+    assert search.inc.schedule.makespan_ns == 24
+    assert check(plan_to_dict(search.inc.plan)).valid
+    # a caller that gives a floor runs this MIP itself (`certify`), a work limit repeats
+    for kept in (replace(options, floor_ns=20), replace(options, work_limit=1.0)):
+        search = _Search(instance, pairs, start, "shared-noc")
+        _loads_run_whole(search, kept, None)
+        assert (search.bound, search.replayed, search.inc.plan) == (None, False, start)
