@@ -51,7 +51,6 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from elk_opt.bounds.cheap import cheap_bound_by
-from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS
 from elk_opt.deadline import Deadline
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import Schedule, evaluate
@@ -401,12 +400,11 @@ def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,
 
 def _loads_run_whole(search: _Search, options: SolveOptions, deadline: float | None) -> None:
     """After an unproven whole solve, as `cpsat` does: the fluid MIP with loads run whole
-    (`fluid_floor.loads_run_whole`) in LOADS_SHARE of the time left, its bound kept and the
-    plan read from its solution taken if faster. Not with a floor given (`certify` runs this
-    MIP itself) nor with a work limit (HiGHS stops on the wall clock only); see BENCHMARKS.md,
-    "Polish reads the fluid MIP too"."""
-    if (options.floor_ns is not None or options.work_limit is not None
-            or len(search.instance.ops) > FLUID_CONTIGUOUS_MAX_OPS):
+    (`fluid_floor.loads_run_whole`, on up to 50 ops) in LOADS_SHARE of the time left, its
+    bound kept and the plan read from its solution taken if faster. Not with a floor given
+    (`certify` runs this MIP itself) nor with a work limit (HiGHS stops on the wall clock
+    only); see BENCHMARKS.md, "Polish reads the fluid MIP too"."""
+    if options.floor_ns is not None or options.work_limit is not None:
         return
     limit = None if deadline is None else LOADS_SHARE * (deadline - time.perf_counter())
     found = loads_run_whole(search.instance, search.timing, limit, "polish",
