@@ -544,7 +544,9 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
 
 POLISH_MOVES = (("windows_improved", "windows improved"), ("twins_applied", "twins applied"),
                 ("layers_copied", "layer classes copied"),
-                ("refused_copied", "refused windows copied"), ("executes_held", "executes held"))
+                ("refused_copied", "refused windows copied"), ("executes_held", "executes held"),
+                ("whole_solved", "solved whole"),
+                ("fluid_mip_plan", "plan read from the fluid MIP"))
 
 
 def _moves(plan: Plan) -> str:
@@ -554,5 +556,6 @@ def _moves(plan: Plan) -> str:
     if plan.claims.method != "polish":
         return ""
     params = plan.claims.params
-    done = [f"{params[key]} {label}" for key, label in POLISH_MOVES if params.get(key)]
+    done = [label if params[key] is True else f"{params[key]} {label}"
+            for key, label in POLISH_MOVES if params.get(key)]
     return f"; {', '.join(done)}" if done else "; no move gained"
