@@ -4,6 +4,7 @@ one when it beats its search."""
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +12,9 @@ from hypothesis import strategies as st
 from elk_opt.bounds.fluid_milp import solve_fluid_milp
 from elk_opt.bounds.run_all import lower_bounds
 from elk_opt.io import plan_to_dict
+from elk_opt.methods import solve as solve_method
 from elk_opt.problem import TIMINGS
+from elk_opt.solution import SolveOptions, make_plan
 from formulations import cpsat
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from formulations.fluid_replay import replayed_plan
@@ -88,3 +91,26 @@ def test_the_bounds_report_lists_the_replayed_plan_only_when_asked():
     assert check(document).valid
     assert document["claims"]["method"] == "fluid-contiguous"
     assert document["claims"]["makespan_ns"] >= report["best"]["ns"] == 24
+
+
+def test_cpsat_continues_its_search_in_the_time_the_mip_leaves():
+    # a plan claimed with a weak bound: the search run again from it, with that bound as its
+    # floor, proves the optimum (24 ns); without a time limit or without a bound, no rerun
+    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
+    start = solve_method(instance, "basic", SolveOptions(timing="shared-noc"))
+    started = time.perf_counter()
+    weak = make_plan(instance, start.choice, start.program, method="cpsat", started=started,
+                     timing="shared-noc", release_ns=start.release_ns, status="feasible",
+                     lower_bound_ns=20, params={"solver": "cp-sat"})
+    assert weak.claims is not None and weak.claims.makespan_ns > 24
+    options = SolveOptions(timing="shared-noc", threads=1, time_limit_s=30)
+    again = cpsat._continued(instance, options, weak, started)
+    assert again.claims is not None
+    assert (again.claims.makespan_ns, again.claims.lower_bound_ns, again.claims.status) == (
+        24, 24, "optimal")
+    assert again.claims.params["continued_ns"] == 24
+    assert again.claims.params["plan_source"] == "search continued"
+    assert check(plan_to_dict(again)).valid
+    assert cpsat._continued(instance, replace(options, time_limit_s=None), weak, started) is weak
+    unbounded = replace(weak, claims=replace(weak.claims, lower_bound_ns=None))
+    assert cpsat._continued(instance, options, unbounded, started) is unbounded
