@@ -8,10 +8,11 @@ probes find no plan are the starts re-timed by the 5b model with their pairs, is
 load order kept (a small problem, but seconds on a layer: the calibration layer's proof took
 1.3 s longer when it came first), and the open search is hinted with the better one. The
 plan carries the model's start times as release times, only those that bind; its replay is
-checked against the model. On a decoder layer or less, 30% of the time left after the floor
+checked against the model. On a decoder layer or less, half the time left after the floor
 is kept back: when the search proves nothing, the fluid MIP with loads run whole
 (`loads_run_whole`) may still raise the bound to the plan (`fluid_contiguous_ns`), and the
-plan its timeline replays to (`fluid_replay`) replaces the search's when it is faster.
+plan its timeline replays to (`fluid_replay`) replaces the search's when it is faster. The
+time the MIP leaves goes to the search again (`_continued`).
 """
 
 from __future__ import annotations
