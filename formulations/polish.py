@@ -395,18 +395,20 @@ def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,
     say(f"  solved whole: {whole.claims.makespan_ns:,} ns ({whole.claims.status}, bound "
         f"{search.bound or 0:,} ns)", enabled=options.progress)
     if whole.claims.status != "optimal":
-        _loads_run_whole(search, options, deadline)
+        _loads_run_whole(search, options, deadline, window_time)
 
 
-def _loads_run_whole(search: _Search, options: SolveOptions, deadline: float | None) -> None:
+def _loads_run_whole(search: _Search, options: SolveOptions, deadline: float | None,
+                     window_time: float) -> None:
     """After an unproven whole solve, as `cpsat` does: the fluid MIP with loads run whole
-    (`fluid_floor.loads_run_whole`, on up to 50 ops) in LOADS_SHARE of the time left, its
-    bound kept and the plan read from its solution taken if faster. Not with a floor given
-    (`certify` runs this MIP itself) nor with a work limit (HiGHS stops on the wall clock
-    only); see BENCHMARKS.md, "Polish reads the fluid MIP too"."""
+    (`fluid_floor.loads_run_whole`, on up to 50 ops) in LOADS_SHARE of the time left (without
+    a time limit, in a window's `window_time`), its bound kept and the plan read from its
+    solution taken if faster. Not with a floor given (`certify` runs this MIP itself) nor
+    with a work limit (HiGHS stops on the wall clock only); see BENCHMARKS.md, "Polish reads
+    the fluid MIP too"."""
     if options.floor_ns is not None or options.work_limit is not None:
         return
-    limit = None if deadline is None else LOADS_SHARE * (deadline - time.perf_counter())
+    limit = window_time if deadline is None else LOADS_SHARE * (deadline - time.perf_counter())
     found = loads_run_whole(search.instance, search.timing, limit, "polish",
                             time.perf_counter())
     if found is None:

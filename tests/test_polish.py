@@ -393,12 +393,12 @@ def test_after_an_unproven_whole_solve_polish_takes_the_fluid_mip_bound_and_plan
     pairs = feasible_pairs(instance, "shared-noc")
     options = SolveOptions(threads=1, timing="shared-noc", warm_plan=start)
     search = _Search(instance, pairs, start, "shared-noc")
-    _loads_run_whole(search, options, None)
+    _loads_run_whole(search, options, None, 10.0)
     assert (search.bound, search.contiguous, search.replayed) == (24, 24, True)
     assert search.inc.schedule.makespan_ns == 24
     assert check(plan_to_dict(search.inc.plan)).valid
     # a caller that gives a floor runs this MIP itself (`certify`), a work limit repeats
     for kept in (replace(options, floor_ns=20), replace(options, work_limit=1.0)):
         search = _Search(instance, pairs, start, "shared-noc")
-        _loads_run_whole(search, kept, None)
+        _loads_run_whole(search, kept, None, 10.0)
         assert (search.bound, search.replayed, search.inc.plan) == (None, False, start)
