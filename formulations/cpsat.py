@@ -45,7 +45,7 @@ from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, so
 from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
-from formulations.fluid_floor import fluid_floor, loads_run_whole
+from formulations.fluid_floor import fluid_floor, loads_run_whole, wants_loads_run_whole
 from formulations.model_map import VariableMap, pick_map
 from formulations.replay import replay_shared
 
@@ -509,12 +509,10 @@ CONTINUE_MIN_S = 1.0  # left after that MIP, the least for which the search runs
 
 def _loads_run_whole(instance: Instance, options: SolveOptions) -> bool:
     """Whether the search ends, when it proves nothing, with the fluid MIP with loads run
-    whole (`loads_run_whole`): on a decoder layer or less, in the instance's order,
-    without a work limit (HiGHS stops on the wall clock only) and without a floor given (a
-    caller that gives one has bounds of its own: `certify` runs this one, `polish` keeps its
-    time for the search; BENCHMARKS.md, "Loads run whole")."""
+    whole (`loads_run_whole`): on a decoder layer or less, in the instance's order, and as
+    `wants_loads_run_whole` says (BENCHMARKS.md, "Loads run whole")."""
     return (len(instance.ops) <= FLUID_CONTIGUOUS_MAX_OPS and not _free(options)
-            and options.work_limit is None and options.floor_ns is None)
+            and wants_loads_run_whole(options))
 
 
 def _start_meets_floor(instance: Instance, ready: Prepared, started: float) -> Plan | None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS, FLUID_MILP_MAX_OPS
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Plan, Timing
+from elk_opt.solution import SolveOptions
 
 LP_SHARE = 0.1  # of the time left, for the fluid LP
 MILP_SHARE = 0.2  # of the time left then, for the fluid MIP on small instances
@@ -51,6 +52,14 @@ def fluid_floor(instance: Instance, timing: Timing, left: Callable[[], float | N
         if not stop_requested():
             raise
     return max((b for b in found if b is not None), default=None)
+
+
+def wants_loads_run_whole(options: SolveOptions) -> bool:
+    """Whether a search (`cpsat`, `polish`) runs `loads_run_whole` when it proves nothing:
+    not under a work limit (HiGHS stops on the wall clock only, so the run would not repeat)
+    nor with a floor given (a caller that gives one has bounds of its own: `certify` runs this
+    MIP in its bounds round)."""
+    return options.work_limit is None and options.floor_ns is None
 
 
 @dataclass(frozen=True)

@@ -70,7 +70,7 @@ from formulations.common import (
 from formulations.cpsat import solve as solve_cpsat
 from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
-from formulations.fluid_floor import fluid_floor, loads_run_whole
+from formulations.fluid_floor import fluid_floor, loads_run_whole, wants_loads_run_whole
 from formulations.ilp import TooLarge, lp_bound
 from formulations.lns_holds import hold_executes
 from formulations.lns_periodic import best_copy, copy_twins, twin_classes
@@ -403,10 +403,9 @@ def _loads_run_whole(search: _Search, options: SolveOptions, deadline: float | N
     """After an unproven whole solve, as `cpsat` does: the fluid MIP with loads run whole
     (`fluid_floor.loads_run_whole`, on up to 50 ops) in LOADS_SHARE of the time left (without
     a time limit, in a window's `window_time`), its bound kept and the plan read from its
-    solution taken if faster. Not with a floor given (`certify` runs this MIP itself) nor
-    with a work limit (HiGHS stops on the wall clock only); see BENCHMARKS.md, "Polish reads
-    the fluid MIP too"."""
-    if options.floor_ns is not None or options.work_limit is not None:
+    solution taken if faster; as `wants_loads_run_whole` says (BENCHMARKS.md, "Polish reads
+    the fluid MIP too")."""
+    if not wants_loads_run_whole(options):
         return
     limit = window_time if deadline is None else LOADS_SHARE * (deadline - time.perf_counter())
     found = loads_run_whole(search.instance, search.timing, limit, "polish",
