@@ -57,7 +57,7 @@ def replayed_plan(instance: Instance, model: FluidModel, solution: np.ndarray,
     if best is None:
         return None
     return make_plan(instance, choice, program, method=method, started=started, timing=timing,
-                     release_ns=best[1], params={"source": "fluid MIP timeline"})
+                     release_ns=best[1], params={"plan_source": "fluid MIP timeline"})
 
 
 def _choice_of(instance: Instance, j: int, cost: SpacedCost) -> Choice:
