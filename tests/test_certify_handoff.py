@@ -2,7 +2,8 @@
 `certify` passes its best bound) replaces the fluid floor in `cpsat` and `polish`: it is not
 computed again, it is claimed, a search from it still ends at the optimum, and a value that is
 no lower bound on its face is refused with a line naming it. On instances CP-SAT solves whole,
-the layer windows wait for the second bound round."""
+the layer windows wait for the second bound round, and on a decoder layer CP-SAT runs the MIP
+with loads run whole itself, so it gets no floor there until that MIP has run."""
 
 from __future__ import annotations
 
@@ -118,7 +119,8 @@ def test_a_floor_above_a_plan_cpsat_finds_is_refused():
         solve(tiny_instance(TWO_OPS), "cpsat", replace(SHARED, floor_ns=41))
 
 
-def test_certify_hands_its_best_bound_to_cpsat_as_the_floor():
+def test_certify_hands_its_best_bound_to_cpsat_as_the_floor(monkeypatch):
+    monkeypatch.setattr(search_module, "CPSAT_CONTIGUOUS_MAX_OPS", 4)  # not on 9 ops
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     with Worker() as worker:
         doc = certify(instance, time_limit_s=10, threads=1, worker=worker)
@@ -149,7 +151,6 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_and_the_contiguous_mi
     rounds = _bound_rounds(monkeypatch)
     # solvers that find nothing: the gap stays open, so a second round comes
     monkeypatch.setattr(search_module, "_plan_round", lambda *_args, **_kwargs: False)
-    monkeypatch.setattr(search_module, "CONTIGUOUS_FIRST_MAX_OPS", 4)
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     with Worker() as worker:
         doc = certify(instance, time_limit_s=8, threads=1, worker=worker)
@@ -161,14 +162,28 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_and_the_contiguous_mi
         b["name"] for b in doc["bounds"]}
 
 
-def test_on_a_layer_the_contiguous_mip_runs_first_and_is_asked_for_its_plan(monkeypatch):
+def test_on_a_layer_cpsat_gets_no_floor_and_runs_the_contiguous_mip_itself(monkeypatch):
     rounds = _bound_rounds(monkeypatch)
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     with Worker() as worker:
         doc = certify(instance, time_limit_s=8, threads=1, worker=worker)
-    assert rounds[0]["layers"] == 0 and "fluid_contiguous_max_ops" not in rounds[0]
-    assert rounds[0]["replay"] is True
-    assert "fluid-contiguous" in {b["name"] for b in doc["bounds"]}
+    assert rounds[0]["fluid_contiguous_max_ops"] == 0 and rounds[0]["replay"] is True
+    # the bounds and heuristics leave this instance open: CP-SAT runs, without a floor
+    rows = [b for b in doc["bounds"] if b["name"] == "cpsat"]
+    assert rows and rows[0]["params"]["floor_ns"] is None
+
+
+@pytest.mark.parametrize(("ops", "status", "leaves"), [
+    (9, None, True), (9, "skipped", True), (9, "complete", False), (9, "time-limit", False),
+    (40, None, False)])
+def test_cpsat_runs_the_contiguous_mip_on_small_instances_until_a_bound_round_did(
+        ops, status, leaves):
+    found = search_module.Found(timing="shared-noc", time_limit_s=60, threads=1)
+    if status is not None:
+        found.bounds["fluid-contiguous"] = {"name": "fluid-contiguous", "ns": 1,
+                                            "status": status}
+    instance = synthetic_instance(ops=ops, plans=2, seed=0)
+    assert search_module._leaves_contiguous_to_cpsat(instance, found) is leaves
 
 
 def test_above_what_cpsat_solves_whole_the_first_round_has_the_layer_windows(monkeypatch):

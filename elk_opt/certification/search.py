@@ -19,12 +19,15 @@ runs the solver phases in a process of their own):
    CP-SAT solves whole, the layer windows wait for the second round: their CP-SAT
    relaxations of the same model cost the first round most of its time and CP-SAT's own
    search bounds tighter, as on the calibration layer, 26 s of windows to 192,562 ns where
-   CP-SAT proves the optimum, 193,466 ns, in 8; so does the fluid MIP with one load running
-   on more than CONTIGUOUS_FIRST_MAX_OPS ops, 17-32 s on a Gemma2-27B b64 KV4096 layer of 34,
-   a fifth of a 150 s budget; with it in the first round the calibration layer's proof took
-   47 s against 12, another certify run beside each; on fewer ops it runs first, since the
-   plan its solution replays to is often the best start there: the mesh chip's one-layer
-   zoo slices, 60 s, gap median 0.060% -> 0.013%, worst 0.600% -> 0.059%), then CP-SAT
+   CP-SAT proves the optimum, 193,466 ns, in 8; so does the fluid MIP with loads run whole
+   (17-32 s on a Gemma2-27B b64 KV4096 layer of 34 ops, a fifth of a 150 s budget; in the
+   first round the calibration layer's proof took 47 s against 12). On up to
+   CPSAT_CONTIGUOUS_MAX_OPS ops CP-SAT runs that MIP itself, after a search that proved
+   nothing, and continues from the plan its solution replays to (formulations.cpsat); so it
+   gets no floor there until the MIP has run, since a floor given stops it from running the
+   MIP (the one-layer zoo slices, 60 s: proofs on the default chip sooner, 8.4 -> 6.6 s
+   median, and the 25-27-op ones, whose MIP waited for a round with 2 s left, closed to
+   0.001% or proven; BENCHMARKS.md, "certify leaves the MIP to CP-SAT"); then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order, or every order when the plan given executes in
    another: then CP-SAT solves over every order and polish, instance-order only, sits out)
@@ -46,7 +49,6 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from elk_opt.bounds.limits import FLUID_BAND
 from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
 from elk_opt.certification.certificate import bound_entry, covers, exec_order, solver_bound_entry
 from elk_opt.certification.worker import Task, TimedOut, Worker
@@ -84,8 +86,10 @@ SLICE_SHARE = 0.15  # of what is left, for Elk-Full and CP-SAT on the slice (see
 SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
                "fluid-contiguous": "fluid_contiguous_max_ops", "lp": "lp_max_ops"}
 MIN_PHASE_S = 0.5  # a phase with less time than this is not started
-CONTIGUOUS_FIRST_MAX_OPS = FLUID_BAND  # up to here the MIP with loads run whole runs in
-# round 1: it then tracks every load from the start, and took 2-23 s on one-layer zoo slices
+# up to here CP-SAT runs the MIP with loads run whole itself (module docstring, phase 3): the
+# zoo's decoder layers (19-27 ops), whose MIP takes 2-23 s; not the calibration layer (48 ops),
+# whose proof took 10.3 s instead of 5.7 with half of CP-SAT's time kept back for it
+CPSAT_CONTIGUOUS_MAX_OPS = 32
 GRACE_S = 1.0  # past the budget before a solver phase's process is ended
 MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
 
@@ -381,8 +385,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     found.deferred = defers(instance, round_)
     if found.deferred:
         args["layers"] = 0
-        if len(instance.ops) > CONTIGUOUS_FIRST_MAX_OPS:
-            args["fluid_contiguous_max_ops"] = 0
+        args["fluid_contiguous_max_ops"] = 0
     try:
         _starting(found, f"the solver-backed bounds, up to {budget:.0f} s", progress)
         report = _call(found, worker, Task("bounds", instance, args), found.hard_deadline())
@@ -508,6 +511,8 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
         # the best bound so far covers the certified plan's orders: the floor the solvers
         # would otherwise compute again (the fluid LP and MIP, up to a fifth of their time)
         floor = found.lower() if found.bounds else None
+        if method == "cpsat" and _leaves_contiguous_to_cpsat(instance, found):
+            floor = None
         task_options = replace(options, time_limit_s=limit, warm_start=warm.claims.method,
                                warm_plan=warm, floor_ns=floor)
         if method == "cpsat" and found.free_order:  # its bound then holds for every order
@@ -540,6 +545,13 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
                 + _moves(plan))
         _say(found, method, progress)
     return gained
+
+
+def _leaves_contiguous_to_cpsat(instance: Instance, found: Found) -> bool:
+    """Whether CP-SAT runs the MIP with loads run whole itself (module docstring, phase 3):
+    on small instances in the instance's order, until that MIP has run in a bound round."""
+    ran = found.bounds.get("fluid-contiguous", {}).get("status", "skipped") != "skipped"
+    return len(instance.ops) <= CPSAT_CONTIGUOUS_MAX_OPS and not found.free_order and not ran
 
 
 POLISH_MOVES = (("windows_improved", "windows improved"), ("twins_applied", "twins applied"),
