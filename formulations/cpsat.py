@@ -425,6 +425,8 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                                 "cpsat", started)
         params["fluid_contiguous_ns"] = found.bound_ns if found is not None else None
         if found is not None:
+            params["fluid_contiguous_complete"] = found.complete
+            params["fluid_contiguous_s"] = round(found.wall_s, 3)
             bounds += [found.bound_ns] if found.bound_ns is not None else []
             # the replay keeps to no restriction (window, fifo, max_pending): under one, the
             # search's plan and bounds answer the restricted question, and the replay does not

@@ -65,10 +65,14 @@ def wants_loads_run_whole(options: SolveOptions) -> bool:
 @dataclass(frozen=True)
 class LoadsRunWhole:
     """The fluid MIP with loads run whole: its bound (None if not even its relaxation was
-    solved) and the plan its best solution's timeline gives (formulations.fluid_replay)."""
+    solved), the plan its best solution's timeline gives (formulations.fluid_replay), whether
+    HiGHS finished (not stopped by its limit: the bound is then the same whenever it is
+    solved again) and its wall time."""
 
     bound_ns: int | None
     plan: Plan | None
+    complete: bool = False
+    wall_s: float = 0.0
 
 
 def loads_run_whole(instance: Instance, timing: Timing, time_limit_s: float | None,
@@ -91,4 +95,4 @@ def loads_run_whole(instance: Instance, timing: Timing, time_limit_s: float | No
     plan = None
     if solved.model is not None and solved.solution is not None:
         plan = replayed_plan(instance, solved.model, solved.solution, timing, method, started)
-    return LoadsRunWhole(solved.bound.bound_ns, plan)
+    return LoadsRunWhole(solved.bound.bound_ns, plan, solved.bound.complete, solved.bound.wall_s)

@@ -173,6 +173,31 @@ def test_on_a_layer_cpsat_gets_no_floor_and_runs_the_contiguous_mip_itself(monke
     assert rows and rows[0]["params"]["floor_ns"] is None
 
 
+def test_a_contiguous_mip_cpsat_finished_is_listed_and_not_solved_again(monkeypatch):
+    rounds: list[dict] = []
+    real = search_module._call
+
+    def spy(found, worker, task, deadline):
+        if task.kind == "bounds":
+            rounds.append(dict(task.args))
+        if task.kind == "solve" and task.args["method"] == "cpsat":  # as if it ran the MIP
+            warm = task.args["options"].warm_plan
+            params = {"fluid_contiguous_ns": 1, "fluid_contiguous_complete": True,
+                      "fluid_contiguous_s": 0.1}
+            return replace(warm, claims=replace(warm.claims, method="cpsat", status="feasible",
+                                                lower_bound_ns=1, params=params))
+        return real(found, worker, task, deadline)
+
+    monkeypatch.setattr(search_module, "_call", spy)
+    monkeypatch.setattr(search_module, "POLISH_SHARE", 0.0)  # polish does not run
+    instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
+    with Worker() as worker:
+        doc = certify(instance, time_limit_s=8, threads=1, worker=worker)
+    listed = [b for b in doc["bounds"] if b["name"] == "fluid-contiguous"]
+    assert listed and listed[0]["note"].startswith("solved by cpsat")
+    assert len(rounds) >= 2 and rounds[1]["fluid_contiguous_max_ops"] == 0
+
+
 @pytest.mark.parametrize(("ops", "status", "leaves"), [
     (9, None, True), (9, "skipped", True), (9, "complete", False), (9, "time-limit", False),
     (40, None, False)])

@@ -15,6 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
+from elk_opt.bounds.run_all import recompute
+from elk_opt.certification.certificate import cpsat_contiguous_entry
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
@@ -149,7 +151,15 @@ def test_a_search_that_proves_nothing_still_claims_the_bound_with_loads_run_whol
     plan = solve(instance, "cpsat", options)
     params = plan.claims.params
     assert params["fluid_bound_ns"] == 22 and params["fluid_contiguous_ns"] == 24
+    assert params["fluid_contiguous_complete"] is True and params["fluid_contiguous_s"] >= 0
     assert plan.claims.lower_bound_ns == 24
+    # certify lists that MIP under its own name, with params that reproduce it for --check
+    entry = cpsat_contiguous_entry(plan)
+    assert entry is not None and (entry["name"], entry["ns"]) == ("fluid-contiguous", 24)
+    assert recompute(instance, "shared-noc", entry["name"], entry["params"], {}) == 24
+    unfinished = {**params, "fluid_contiguous_complete": False}
+    assert cpsat_contiguous_entry(replace(plan, claims=replace(plan.claims,
+                                                               params=unfinished))) is None
     assert plan.claims.status == ("optimal" if plan.claims.makespan_ns == 24 else "feasible")
     assert limits and limits[0] < 60.0 * (1 - cpsat.WHOLE_LOADS_SHARE) + 1
 

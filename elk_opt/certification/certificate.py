@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Literal
 
+from elk_opt.bounds.limits import FLUID_BAND
 from elk_opt.evaluate import evaluate
 from elk_opt.io import plan_from_dict, plan_to_dict, read_json
 from elk_opt.problem import Claims, Plan, Timing
@@ -69,6 +70,20 @@ def solver_bound_entry(plan: Plan, wall_s: float, params: dict[str, Any]) -> dic
             "note": f"{c.method}'s own proof, for "
                     + ("every execution order" if free else "the instance's execution order only")
                     + "; not recomputed by --check (rerun the method to reproduce it)"}
+
+
+def cpsat_contiguous_entry(plan: Plan) -> dict[str, Any] | None:
+    """The fluid MIP with loads run whole that `cpsat` solved after its search, as the row
+    `run_all` gives for it (its params reproduce it for --check), when HiGHS finished it: a
+    bound round then need not solve it again; None otherwise."""
+    assert plan.claims is not None
+    params = plan.claims.params
+    if params.get("fluid_contiguous_ns") is None or not params.get("fluid_contiguous_complete"):
+        return None
+    return {"name": "fluid-contiguous", "ns": params["fluid_contiguous_ns"], "status": "complete",
+            "wall_s": params["fluid_contiguous_s"], "exec_order": "instance",
+            "timings": [plan.timing], "params": {"time_limit_s": None, "band": FLUID_BAND},
+            "note": "solved by cpsat after its search (loads started and finished 0/1)"}
 
 
 def certified_claims(plan: Plan, lower_bound_ns: int) -> Claims | None:
