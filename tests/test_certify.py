@@ -33,7 +33,7 @@ from elk_opt.bounds.run_all import (
     recompute,
 )
 from elk_opt.bounds.window import window_key
-from elk_opt.certification.certificate import exec_order
+from elk_opt.certification.certificate import build, exec_order
 from elk_opt.certification.check import check
 from elk_opt.certification.run import certify, prepare_continued
 from elk_opt.certification.search import (
@@ -627,3 +627,14 @@ def test_elk_full_keeps_its_share_when_the_earlier_heuristics_spent_theirs():
     assert outcome["elk-full"].split()[0].replace(",", "").isdigit(), outcome  # a plan came
     assert found.best is not None and found.best.claims.method == "elk-full"
     assert elk_opt.verify(plan_to_dict(found.best))["valid"]
+
+
+def test_of_bounds_that_tie_the_certificate_names_one_check_recomputes():
+    instance = elk_opt.synthetic_instance(ops=6, plans=2, seed=0)
+    plan = solve(instance, "elk-full", SolveOptions(timing="shared-noc"))
+    entry = {"ns": 1, "wall_s": 0.0, "exec_order": "instance", "timings": ["shared-noc"],
+             "params": {}, "note": ""}
+    proved = {**entry, "name": "cpsat", "status": "solver-proved"}
+    ideal = {**entry, "name": "ideal", "status": "complete"}
+    for bounds in ([proved, ideal], [ideal, proved]):
+        assert build(plan, "shared-noc", bounds)["best_bound"] == "ideal"

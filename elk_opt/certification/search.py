@@ -25,7 +25,8 @@ runs the solver phases in a process of their own):
    CPSAT_CONTIGUOUS_MAX_OPS ops CP-SAT runs that MIP itself, after a search that proved
    nothing, and continues from the plan its solution replays to (formulations.cpsat); so it
    gets no floor there until the MIP has run, since a floor given stops it from running the
-   MIP (the one-layer zoo slices, 60 s: proofs on the default chip sooner, 8.4 -> 6.6 s
+   MIP, and a MIP it finished is listed as fluid-contiguous and not solved again (the
+   one-layer zoo slices, 60 s: proofs on the default chip sooner, 11.6 -> 6.2 s
    median, and the 25-27-op ones, whose MIP waited for a round with 2 s left, closed to
    0.001% or proven; BENCHMARKS.md, "certify leaves the MIP to CP-SAT"); then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
