@@ -95,7 +95,7 @@ SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max
 MIN_PHASE_S = 0.5  # a phase with less time than this is not started
 # up to here CP-SAT runs the MIP with loads run whole itself (module docstring, phase 3): the
 # zoo's decoder layers (19-27 ops), whose MIP takes 2-23 s; not the calibration layer (48 ops),
-# whose proof took 10.3 s instead of 5.7 with half of CP-SAT's time kept back for it
+# where CP-SAT's phase took 10.2-10.6 s instead of 5.7-6.0 with half its time kept back for it
 CPSAT_CONTIGUOUS_MAX_OPS = 32
 GRACE_S = 1.0  # past the budget before a solver phase's process is ended
 MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
