@@ -71,8 +71,8 @@ class LoadsRunWhole:
 
     bound_ns: int | None
     plan: Plan | None
-    complete: bool = False
-    wall_s: float = 0.0
+    complete: bool
+    wall_s: float
 
 
 def loads_run_whole(instance: Instance, timing: Timing, time_limit_s: float | None,

@@ -16,7 +16,8 @@ end), each listed before the execute during whose interval it starts, so that it
 the load before it on the HBM at once; a load that moves no data just before its own
 execute; the executes in the instance's order, each released at its start in the solution
 less a slack. The timing then decides the real times. A few slacks are tried, and none; a
-program that breaks R5 (the MIP charges SRAM over a band of loads only) is dropped.
+program that breaks R5 (the MIP charges SRAM over a band of loads only) is dropped. Of the
+releases, the plan keeps those that bind, as every exact method's plan does.
 """
 
 from __future__ import annotations
@@ -28,9 +29,10 @@ import numpy as np
 from elk_opt.bounds.cuts import pair_uses
 from elk_opt.bounds.fluid import FluidModel
 from elk_opt.bounds.fluid_sram import SpacedCost, spaced_cost
-from elk_opt.evaluate import evaluate, fits_memory
+from elk_opt.evaluate import Schedule, evaluate, fits_memory
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.solution import make_plan
+from formulations.replay import binding_releases
 
 SLACKS = (0, 25, 50, 100, 200, 400, None)  # ns each release comes before the solution's
 # start; None: no releases
@@ -47,17 +49,20 @@ def replayed_plan(instance: Instance, model: FluidModel, solution: np.ndarray,
     choice = [_choice_of(instance, j, cost) for j, cost in enumerate(picked)]
     program = _program(len(costs), _load_order(model, picked, solution))
     starts = _starts(model, solution)
-    best: tuple[int, dict[Instr, int]] | None = None
+    best: tuple[Schedule, dict[Instr, int]] | None = None
     for slack in SLACKS:
         release = {} if slack is None else {
             ("E", i): max(0, int(s) - slack) for i, s in enumerate(starts)}
         schedule = evaluate(instance, choice, program, release, timing=timing)
-        if fits_memory(instance, schedule) and (best is None or schedule.makespan_ns < best[0]):
-            best = (schedule.makespan_ns, release)
+        if fits_memory(instance, schedule) and (
+                best is None or schedule.makespan_ns < best[0].makespan_ns):
+            best = (schedule, release)
     if best is None:
         return None
+    load_ns = [instance.ops[j].preload_by_id[c.preload].load_ns for j, c in enumerate(choice)]
+    release = binding_releases(program, load_ns, best[1], best[0])  # the others change nothing
     return make_plan(instance, choice, program, method=method, started=started, timing=timing,
-                     release_ns=best[1], params={"plan_source": "fluid MIP timeline"})
+                     release_ns=release, params={"plan_source": "fluid MIP timeline"})
 
 
 def _choice_of(instance: Instance, j: int, cost: SpacedCost) -> Choice:

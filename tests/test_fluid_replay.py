@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from elk_opt.bounds.fluid_milp import solve_fluid_milp
 from elk_opt.bounds.run_all import lower_bounds
+from elk_opt.evaluate import evaluate, evaluate_plan
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve as solve_method
 from elk_opt.problem import TIMINGS
@@ -38,6 +39,16 @@ def _holds(instance, bound, plan):
     optimum = enumerate_shared_optimum if plan.timing == "shared-noc" else enumerate_optimum
     best = optimum(instance).makespan_ns
     assert bound <= best <= plan.claims.makespan_ns
+    _releases_bind(plan)
+
+
+def _releases_bind(plan):
+    """Only binding releases are kept: dropping any one of them changes the schedule."""
+    schedule = evaluate_plan(plan)
+    for instr in plan.release_ns:
+        fewer = {k: v for k, v in plan.release_ns.items() if k != instr}
+        assert evaluate(plan.instance, plan.choice, plan.program, fewer,
+                        timing=plan.timing) != schedule, instr
 
 
 @settings(max_examples=40)
@@ -55,6 +66,15 @@ def test_a_replayed_plan_is_valid_on_random_instances_under_either_timing(instan
     bound, plan = _replayed(instance, timing)
     if plan is not None:
         _holds(instance, bound, plan)
+
+
+def test_a_replayed_plan_keeps_only_the_releases_that_bind():
+    # 40 ops whose timeline, released at every execute start, held back none of them
+    instance = port_instance([(k % 3 * 4, k % 2 * 4, 10 + k % 5, (10 + k % 5) * (k % 2))
+                              for k in range(40)])
+    _, plan = _replayed(instance)
+    assert plan is not None and check(plan_to_dict(plan)).valid
+    _releases_bind(plan)
 
 
 def test_the_timeline_of_the_four_op_example_replays_to_its_optimum():
