@@ -222,11 +222,15 @@ class Warm:
     order: tuple[int, ...] = ()  # the plan's execution order
 
 
+def chosen_load_ns(instance: Instance, choice: Sequence[Choice]) -> list[int]:
+    """Per op, the load time of the preload plan `choice` picks for it."""
+    return [instance.ops[j].preload_by_id[c.preload].load_ns for j, c in enumerate(choice)]
+
+
 def decode(instance: Instance, times: ModelTimes) -> tuple[Instr, ...]:
     """The program of a model solution (`decode_program` with the chosen load times)."""
-    load_ns = [instance.ops[j].preload_by_id[c.preload].load_ns
-               for j, c in enumerate(times.choice)]
-    return decode_program(times.load_start, load_ns, times.exec_end, times.order)
+    return decode_program(times.load_start, chosen_load_ns(instance, times.choice),
+                          times.exec_end, times.order)
 
 
 def warm_decisions(instance: Instance, plan: Plan | None,

@@ -32,6 +32,7 @@ from elk_opt.bounds.fluid_sram import SpacedCost, spaced_cost
 from elk_opt.evaluate import Schedule, evaluate, fits_memory
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.solution import make_plan
+from formulations.common import chosen_load_ns
 from formulations.replay import binding_releases
 
 SLACKS = (0, 25, 50, 100, 200, 400, None)  # ns each release comes before the solution's
@@ -59,8 +60,8 @@ def replayed_plan(instance: Instance, model: FluidModel, solution: np.ndarray,
             best = (schedule, release)
     if best is None:
         return None
-    load_ns = [instance.ops[j].preload_by_id[c.preload].load_ns for j, c in enumerate(choice)]
-    release = binding_releases(program, load_ns, best[1], best[0])  # the others change nothing
+    release = binding_releases(program, chosen_load_ns(instance, choice), best[1],
+                               best[0])  # the others change nothing
     return make_plan(instance, choice, program, method=method, started=started, timing=timing,
                      release_ns=release, params={"plan_source": "fluid MIP timeline"})
 

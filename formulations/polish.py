@@ -61,6 +61,7 @@ from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
     Pair,
     ceil_integer,
+    chosen_load_ns,
     claimed_bound,
     decode,
     feasible_pairs,
@@ -327,9 +328,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                     enabled=options.progress)
     inc = search.inc
     makespan = inc.schedule.makespan_ns
-    load_ns = [instance.ops[j].preload_by_id[c.preload].load_ns
-               for j, c in enumerate(inc.plan.choice)]
-    release = binding_releases(inc.plan.program, load_ns, inc.plan.release_ns, inc.schedule)
+    release = binding_releases(inc.plan.program, chosen_load_ns(instance, inc.plan.choice),
+                               inc.plan.release_ns, inc.schedule)
     lp = None
     if knobs["certify"] and not interrupt.seen:
         say("polish: LP relaxation bound...", enabled=options.progress)

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.problem import Choice, Instance, Instr, Plan
-from formulations.common import ModelTimes, Pair, Warm, hint_index
+from formulations.common import ModelTimes, Pair, Warm, chosen_load_ns, hint_index
 
 
 def start_releases(program: Sequence[Instr], load_ns: Sequence[int],
@@ -40,7 +40,7 @@ def hinted_schedule(instance: Instance, pairs: Sequence[Sequence[Pair]], plan: P
     kept = [Choice(exec=a.exec, preload=a.preload) for a in picked]
     if kept == warm.choice:
         return picked, warm.schedule
-    own = [instance.ops[j].preload_by_id[c.preload].load_ns for j, c in enumerate(warm.choice)]
+    own = chosen_load_ns(instance, warm.choice)
     return picked, evaluate(instance, kept, plan.program,
                             start_releases(plan.program, own, warm.schedule),
                             timing="shared-noc")
@@ -83,7 +83,7 @@ def replay_shared(instance: Instance, program: Sequence[Instr],
     model anywhere is a model bug, and raises.
     """
     choice = times.choice
-    load_ns = [instance.ops[j].preload_by_id[c.preload].load_ns for j, c in enumerate(choice)]
+    load_ns = chosen_load_ns(instance, choice)
     release: dict[Instr, int] = {("E", i): s for i, s in enumerate(times.exec_start)}
     release.update({("P", j): s for j, s in enumerate(times.load_start) if load_ns[j]})
     schedule = evaluate(instance, choice, program, release, timing="shared-noc")
