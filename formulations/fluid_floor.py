@@ -58,7 +58,7 @@ def wants_loads_run_whole(options: SolveOptions) -> bool:
     """Whether a search (`cpsat`, `polish`) runs `loads_run_whole` when it proves nothing:
     not under a work limit (HiGHS stops on the wall clock only, so the run would not repeat)
     nor with a floor given (a caller that gives one has bounds of its own: `certify` runs this
-    MIP in its bounds round)."""
+    MIP in a bounds round, and gives `cpsat` no floor where it leaves the MIP to it)."""
     return options.work_limit is None and options.floor_ns is None
 
 
