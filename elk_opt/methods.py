@@ -81,6 +81,9 @@ def solve(instance: Instance, method: str, options: SolveOptions | None = None) 
     run = get_method(method)
     options = with_warm_plan(instance, method, with_exec_order(method, options or SolveOptions()))
     check_floor(options)
+    if not isinstance(options.loads_run_whole, bool | None):
+        raise UsageError(f"loads_run_whole must be true, false or unset, got "
+                         f"{options.loads_run_whole!r}")
     return run(instance, options)
 
 

@@ -40,6 +40,11 @@ class SolveOptions:
     # `polish` take it as their floor instead of computing the fluid floor again. Trusted:
     # a value above the optimum makes them claim a bound that is not one.
     floor_ns: int | None = None
+    # Whether `cpsat` and `polish` end an unproven search with the fluid MIP with loads run
+    # whole (`formulations.fluid_floor.loads_run_whole`). None: they decide (yes, unless a
+    # floor is given, whose holder has its bounds); True: yes, a floor given or not (`certify`,
+    # whose bound rounds have not run that MIP). Never under a work limit.
+    loads_run_whole: bool | None = None
     verbose: bool = False
     progress: bool = False  # a method may show its search's progress on stderr (elk_opt.progress)
     params: Mapping[str, Any] = field(default_factory=dict)  # method-specific knobs

@@ -472,7 +472,8 @@ def _continued(instance: Instance, options: SolveOptions, plan: Plan, started: f
             or claims.lower_bound_ns is None or stop_requested()):
         return plan
     again = solve(instance, replace(options, time_limit_s=left, warm_start="cpsat",
-                                    warm_plan=plan, floor_ns=claims.lower_bound_ns))
+                                    warm_plan=plan, floor_ns=claims.lower_bound_ns,
+                                    loads_run_whole=False))
     assert again.claims is not None
     best = again if again.claims.makespan_ns < claims.makespan_ns else plan
     makespan = min(claims.makespan_ns, again.claims.makespan_ns)

@@ -56,10 +56,14 @@ def fluid_floor(instance: Instance, timing: Timing, left: Callable[[], float | N
 
 def wants_loads_run_whole(options: SolveOptions) -> bool:
     """Whether a search (`cpsat`, `polish`) runs `loads_run_whole` when it proves nothing:
-    not under a work limit (HiGHS stops on the wall clock only, so the run would not repeat)
-    nor with a floor given (a caller that gives one has bounds of its own: `certify` runs this
-    MIP in a bounds round, and gives `cpsat` no floor where it leaves the MIP to it)."""
-    return options.work_limit is None and options.floor_ns is None
+    never under a work limit (HiGHS stops on the wall clock only, so the run would not
+    repeat); else as `SolveOptions.loads_run_whole` asks, and when it does not ask, only
+    without a floor given (a caller that gives one has bounds of its own)."""
+    if options.work_limit is not None:
+        return False
+    if options.loads_run_whole is not None:
+        return options.loads_run_whole
+    return options.floor_ns is None
 
 
 @dataclass(frozen=True)

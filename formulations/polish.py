@@ -386,7 +386,7 @@ def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,
     whole = solve_cpsat(search.instance, replace(  # a work limit is per window: all of it
         options, time_limit_s=limit, exec_order="instance",
         warm_plan=search.inc.plan, floor_ns=floor, params={},
-        progress=False))
+        loads_run_whole=False, progress=False))  # polish runs that MIP itself, after
     assert whole.claims is not None
     if search.adopt(whole):
         search.whole_solved = True

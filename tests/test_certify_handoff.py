@@ -3,7 +3,8 @@
 computed again, it is claimed, a search from it still ends at the optimum, and a value that is
 no lower bound on its face is refused with a line naming it. On instances CP-SAT solves whole,
 the layer windows wait for the second bound round, and on a decoder layer CP-SAT runs the MIP
-with loads run whole itself, so it gets no floor there until that MIP has run."""
+with loads run whole itself: it gets the floor and is asked for that MIP until a bound round
+has run it."""
 
 from __future__ import annotations
 
@@ -162,17 +163,28 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_and_the_contiguous_mi
         b["name"] for b in doc["bounds"]}
 
 
-def test_on_a_layer_cpsat_gets_no_floor_and_runs_the_contiguous_mip_itself(monkeypatch):
+def test_on_a_layer_cpsat_gets_the_floor_and_is_asked_to_run_the_contiguous_mip(monkeypatch):
     rounds = _bound_rounds(monkeypatch)
+    asked: list[SolveOptions] = []
+    real = search_module._call
+
+    def spy(found, worker, task, deadline):
+        if task.kind == "solve" and task.args["method"] == "cpsat":
+            asked.append(task.args["options"])
+        return real(found, worker, task, deadline)
+
+    monkeypatch.setattr(search_module, "_call", spy)
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     # a budget that leaves CP-SAT its turn on a loaded machine too (it proves in about a
     # second, and the search stops there)
     with Worker() as worker:
         doc = certify(instance, time_limit_s=30, threads=1, worker=worker)
     assert rounds[0]["fluid_contiguous_max_ops"] == 0 and rounds[0]["replay"] is True
-    # the bounds and heuristics leave this instance open: CP-SAT runs, without a floor
+    # the bounds and heuristics leave this instance open: CP-SAT runs from the best bound,
+    # asked for the MIP no bound round has run, and does not compute the fluid floor again
+    assert asked and asked[0].floor_ns is not None and asked[0].loads_run_whole is True
     rows = [b for b in doc["bounds"] if b["name"] == "cpsat"]
-    assert rows and rows[0]["params"]["floor_ns"] is None
+    assert rows and rows[0]["params"]["floor_ns"] == asked[0].floor_ns
 
 
 def test_a_contiguous_mip_cpsat_finished_is_listed_and_not_solved_again(monkeypatch):

@@ -11,12 +11,14 @@ import time
 from dataclasses import replace
 from types import SimpleNamespace
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from elk_opt.bounds.run_all import recompute
 from elk_opt.certification.certificate import cpsat_contiguous_entry
+from elk_opt.errors import UsageError
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
@@ -26,6 +28,7 @@ from formulations.common import Restrictions
 from formulations.cpsat_model import build
 from formulations.cpsat_probe import COLD_PROBE_SHARE, LAST_STEP, PROBE_SHARE, next_cap, probe
 from formulations.enumerate import enumerate_shared_optimum
+from formulations.fluid_floor import wants_loads_run_whole
 from tests.test_exact_shared import contended_instances
 from tests.tiny import port_instance, tiny_instance
 from verify import check
@@ -162,6 +165,59 @@ def test_a_search_that_proves_nothing_still_claims_the_bound_with_loads_run_whol
                                                                params=unfinished))) is None
     assert plan.claims.status == ("optimal" if plan.claims.makespan_ns == 24 else "feasible")
     assert limits and limits[0] < 60.0 * (1 - cpsat.WHOLE_LOADS_SHARE) + 1
+
+
+def test_with_a_floor_given_cpsat_runs_the_mip_with_loads_run_whole_only_when_asked(
+        monkeypatch):
+    # `certify` hands on its floor and asks for that MIP (SolveOptions.loads_run_whole): the
+    # fluid floor is not computed again, and the MIP still runs after the unproven search.
+    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
+
+    def unproven(instance, restrict, started, ready):
+        return cp_model.UNKNOWN, SimpleNamespace(best_objective_bound=0.0,
+                                                 status_name=lambda _: "UNKNOWN"), None, ready
+
+    def refuse(*_args, **_kwargs):
+        raise AssertionError("the fluid floor was computed though a floor was given")
+
+    monkeypatch.setattr(cpsat, "_probe_then_search", unproven)
+    monkeypatch.setattr(cpsat, "fluid_floor", refuse)
+    options = replace(SHARED, time_limit_s=60.0, warm_plan=solve(instance, "elk-full", SHARED),
+                      warm_start="elk-full", floor_ns=20)
+    asked = solve(instance, "cpsat", replace(options, loads_run_whole=True)).claims
+    assert asked.params["given_floor_ns"] == 20 and asked.params["fluid_bound_ns"] is None
+    assert asked.params["fluid_contiguous_ns"] == 24 and asked.lower_bound_ns == 24
+    not_asked = solve(instance, "cpsat", options).claims
+    assert "fluid_contiguous_ns" not in not_asked.params and not_asked.lower_bound_ns < 24
+
+
+def test_the_search_continued_after_that_mip_does_not_run_it_again(monkeypatch):
+    instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
+    start = solve(instance, "basic", SHARED)
+    plan = replace(start, claims=replace(start.claims, status="feasible", lower_bound_ns=20))
+    again: list[SolveOptions] = []
+
+    def search(instance, options):
+        again.append(options)
+        return plan
+
+    monkeypatch.setattr(cpsat, "solve", search)
+    asked = replace(SHARED, time_limit_s=60.0, floor_ns=20, loads_run_whole=True)
+    cpsat._continued(instance, asked, plan, time.perf_counter())
+    assert len(again) == 1 and not wants_loads_run_whole(again[0])
+
+
+@pytest.mark.parametrize(("floor", "asked", "work", "runs"), [
+    (None, None, None, True), (20, None, None, False), (20, True, None, True),
+    (None, False, None, False), (None, True, 1.0, False), (None, None, 1.0, False)])
+def test_who_runs_the_mip_with_loads_run_whole(floor, asked, work, runs):
+    options = replace(SHARED, floor_ns=floor, loads_run_whole=asked, work_limit=work)
+    assert wants_loads_run_whole(options) is runs
+
+
+def test_a_request_for_that_mip_that_is_no_bool_is_refused():
+    with pytest.raises(UsageError, match="loads_run_whole must be true, false or unset, got 1"):
+        solve(tiny_instance([(10, 60, 10, 60, 0)]), "cpsat", replace(SHARED, loads_run_whole=1))
 
 
 def test_under_a_restriction_cpsat_never_returns_the_replayed_plan(monkeypatch):

@@ -397,8 +397,13 @@ def test_after_an_unproven_whole_solve_polish_takes_the_fluid_mip_bound_and_plan
     assert (search.bound, search.contiguous, search.replayed) == (24, 24, True)
     assert search.inc.schedule.makespan_ns == 24
     assert check(plan_to_dict(search.inc.plan)).valid
-    # a caller that gives a floor runs this MIP itself (`certify`), a work limit repeats
-    for kept in (replace(options, floor_ns=20), replace(options, work_limit=1.0)):
+    # a caller that gives a floor runs this MIP itself (`certify`), unless it asks for it;
+    # a work limit repeats
+    asked = _Search(instance, pairs, start, "shared-noc")
+    _loads_run_whole(asked, replace(options, floor_ns=20, loads_run_whole=True), None, 10.0)
+    assert (asked.bound, asked.replayed) == (24, True)
+    for kept in (replace(options, floor_ns=20), replace(options, work_limit=1.0),
+                 replace(options, work_limit=1.0, loads_run_whole=True)):
         search = _Search(instance, pairs, start, "shared-noc")
         _loads_run_whole(search, kept, None, 10.0)
         assert (search.bound, search.replayed, search.inc.plan) == (None, False, start)

@@ -23,12 +23,12 @@ runs the solver phases in a process of their own):
    (17-32 s on a Gemma2-27B b64 KV4096 layer of 34 ops, a fifth of a 150 s budget; in the
    first round the calibration layer's proof took 47 s against 12). On up to
    CPSAT_CONTIGUOUS_MAX_OPS ops CP-SAT runs that MIP itself, after a search that proved
-   nothing, and continues from the plan its solution replays to (formulations.cpsat); so it
-   gets no floor there until the MIP has run, since a floor given stops it from running the
-   MIP, and a MIP it finished is listed as fluid-contiguous and not solved again (the
-   one-layer zoo slices, 60 s: proofs on the default chip sooner, 11.6 -> 6.2 s
-   median, and the 25-27-op ones, whose MIP waited for a round with 2 s left, closed to
-   0.001% or proven; BENCHMARKS.md, "certify leaves the MIP to CP-SAT"); then CP-SAT
+   nothing, and continues from the plan its solution replays to (formulations.cpsat): it is
+   asked to (`SolveOptions.loads_run_whole`) until the MIP has run in a bound round, and a MIP
+   it finished is listed as fluid-contiguous and not solved again (the one-layer zoo
+   slices, 60 s: proofs on the default chip sooner, 11.6 -> 6.2 s median, and the 25-27-op
+   ones, whose MIP waited for a round with 2 s left, closed to 0.001% or proven;
+   BENCHMARKS.md, "certify leaves the MIP to CP-SAT"); then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order, or every order when the plan given executes in
    another: then CP-SAT solves over every order and polish, instance-order only, sits out)
@@ -518,10 +518,10 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
         # the best bound so far covers the certified plan's orders: the floor the solvers
         # would otherwise compute again (the fluid LP and MIP, up to a fifth of their time)
         floor = found.lower() if found.bounds else None
-        if method == "cpsat" and _leaves_contiguous_to_cpsat(instance, found):
-            floor = None
         task_options = replace(options, time_limit_s=limit, warm_start=warm.claims.method,
                                warm_plan=warm, floor_ns=floor)
+        if method == "cpsat" and _leaves_contiguous_to_cpsat(instance, found):
+            task_options = replace(task_options, loads_run_whole=True)
         if method == "cpsat" and found.free_order:  # its bound then holds for every order
             task_options = replace(task_options, exec_order="free")
         if method == "polish" and "cpsat" in found.started_from:  # CP-SAT had it whole
