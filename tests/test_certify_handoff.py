@@ -272,3 +272,27 @@ def test_above_what_cpsat_solves_whole_a_slice_is_solved_once_and_tiled(monkeypa
     assert [p["phase"] for p in found.phases] == ["slice, elk-full"] * 4 + ["slice, cpsat"]
     assert [p["outcome"].split(":")[0] for p in found.phases][:4] == [
         f"{k} layers" for k in (3, 4, 5, 6)]
+
+
+@pytest.mark.parametrize(("budget_before", "deferred", "runs"), [
+    (0.0, False, True),  # none before in this search (a continued certificate's first round)
+    (1000.0, False, False),  # a bound ran out of time with more than this round has
+    (1000.0, True, True),  # what the round before deferred runs whatever the time
+])
+def test_a_later_bound_round_runs_only_with_more_time_or_for_what_was_deferred(
+        monkeypatch, budget_before, deferred, runs):
+    calls = []
+
+    def fake(found, worker, task, deadline):
+        calls.append(task.args["time_budget_s"])
+        return {"bounds": []}
+
+    monkeypatch.setattr(search_module, "_call", fake)
+    found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
+                                bound_budget=budget_before, deferred=deferred)
+    found.bounds["fluid"] = {"name": "fluid", "ns": 1, "status": "time-limit", "note": ""}
+    instance = synthetic_instance(ops=9, plans=2, seed=0)
+    search_module._bound_round(instance, found, None, 2, progress=False)
+    assert bool(calls) is runs
+    if runs:
+        assert found.bound_budget == max(budget_before, calls[0])

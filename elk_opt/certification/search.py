@@ -13,8 +13,9 @@ runs the solver phases in a process of their own):
    plan in the searches it continues, `search.done`: the others' plans are behind its start);
 3. rounds until the gap closes, the time is up, or nothing is left to try: the solver-backed
    bounds of `run_all.lower_bounds` within FIRST_BOUND_SHARE of what is left (again in a later
-   round, within BOUND_SHARE, if one of them ran out of time or was deferred, with twice the
-   time per window and without the LPs and MIPs that finished, SOLVED_ONCE; a search that
+   round, within BOUND_SHARE, if one of them was deferred, or ran out of time and the round
+   has more time than any before it had, with twice the time per window and without the LPs
+   and MIPs that finished, SOLVED_ONCE; a search that
    continues a certificate goes on from its last round; on instances
    CP-SAT solves whole, the layer windows wait for the second round: their CP-SAT
    relaxations of the same model cost the first round most of its time and CP-SAT's own
@@ -127,6 +128,9 @@ class Found:
     # the last bound round that finished, here or in the searches this one continues: a
     # continued search goes on with the next round, not the first again
     bound_rounds: int = 0
+    # the largest budget a bound round of this search had: a later round with no more time
+    # cannot raise what ran out of time then (`_bound_round`)
+    bound_budget: float = 0.0
 
     @property
     def plan(self) -> Plan:
@@ -374,15 +378,22 @@ def defers(instance: Instance, round_: int) -> bool:
 
 def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
                  progress: bool) -> bool:
-    if round_ > 1 and not (_bounds_could_grow(found) or found.deferred):
+    """A round of the solver-backed bounds. After the first, only for what an earlier round
+    deferred, or for a bound that ran out of time when this round has more time than any
+    round before it: on the grid's 48 certificates, the 71 later rounds that had less (twice
+    the time per window, less in all) took 917 s and raised nothing, time `polish` can use
+    (BENCHMARKS.md, "Later bound rounds")."""
+    budget = (FIRST_BOUND_SHARE if round_ == 1 else BOUND_SHARE) * found.left()
+    if round_ > 1 and not found.deferred and (not _bounds_could_grow(found)
+                                              or budget <= found.bound_budget):
         return False
     target = found.given if found.given is not None else found.best
     if target is not None and exec_order(target) != "instance":
         return False  # the solver-backed bounds hold for the instance's order only
-    budget = (FIRST_BOUND_SHARE if round_ == 1 else BOUND_SHARE) * found.left()
     if budget < MIN_PHASE_S:
         found.cut = True
         return False
+    found.bound_budget = max(found.bound_budget, budget)
     started = time.perf_counter()
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress, "replay": True}
