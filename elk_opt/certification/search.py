@@ -380,9 +380,9 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
                  progress: bool) -> bool:
     """A round of the solver-backed bounds. After the first, only for what an earlier round
     deferred, or for a bound that ran out of time when this round has more time than any
-    round before it: on the grid's 48 certificates, the 71 later rounds that had less (twice
-    the time per window, less in all) took 917 s and raised nothing, time `polish` can use
-    (BENCHMARKS.md, "Later bound rounds")."""
+    round before it. On the grid's 48 certificates the 70 rounds after the first (twice the
+    time per window, less in all) took 917 s and raised nothing: time `polish` can use, or
+    the user gets back (BENCHMARKS.md, "Later bound rounds")."""
     budget = (FIRST_BOUND_SHARE if round_ == 1 else BOUND_SHARE) * found.left()
     if round_ > 1 and not found.deferred and (not _bounds_could_grow(found)
                                               or budget <= found.bound_budget):
