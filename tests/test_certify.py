@@ -33,6 +33,7 @@ from elk_opt.bounds.run_all import (
     recompute,
 )
 from elk_opt.bounds.window import window_key
+from elk_opt.certification import search as search_module
 from elk_opt.certification.certificate import build, exec_order
 from elk_opt.certification.check import check
 from elk_opt.certification.run import certify, prepare_continued
@@ -318,6 +319,52 @@ def test_a_bound_round_that_did_not_finish_is_run_again_when_continued(certified
     doc["search"]["bound_rounds"] = 0  # none finished: the next search starts at round 1
     _instance, found = prepare_continued(doc, time_limit_s=1)
     assert found.bound_rounds == 0 and not found.deferred
+
+
+@pytest.mark.parametrize(("recorded", "runs"), [(None, True), (0.5, True), (1e6, False)])
+def test_a_continued_search_retries_a_timed_out_bound_only_with_more_time(
+        certified, monkeypatch, recorded, runs):
+    doc = copy.deepcopy(certified)
+    doc["search"]["bound_rounds"] = 2  # nothing deferred: only time can raise a bound now
+    if recorded is None:  # as written before the key: no round to compare with
+        del doc["search"]["bound_budget_s"]
+    else:
+        doc["search"]["bound_budget_s"] = recorded
+    instance, found = prepare_continued(doc, time_limit_s=60)
+    assert found.bound_budget == (recorded or 0.0)
+    found.bounds["fluid"] = {"name": "fluid", "ns": 1, "status": "time-limit", "note": ""}
+    calls = []
+    monkeypatch.setattr(search_module, "_call",
+                        lambda found, worker, task, deadline: calls.append(task) or
+                        {"bounds": []})
+    search_module._bound_round(instance, found, None, found.bound_rounds + 1, progress=False)
+    assert bool(calls) is runs
+    assert found.summary()["bound_budget_s"] == pytest.approx(
+        max(recorded or 0.0, calls[0].args["time_budget_s"] if calls else 0.0), abs=1e-3)
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("bound_rounds", "two"), ("bound_rounds", -1), ("bound_rounds", True),
+    ("bound_budget_s", -1.0), ("bound_budget_s", "10"), ("done", "elk-full"),
+    ("done", [1]), ("certified_plan", "mine"), ("phases", ["bounds (round 1)"]),
+    (None, "not an object")])
+def test_a_search_record_a_continuation_cannot_read_is_exit_2(certified, tmp_path, capsys,
+                                                              key, value):
+    doc = copy.deepcopy(certified)
+    if key is None:
+        doc["search"] = value
+    else:
+        doc["search"][key] = value
+    source = tmp_path / "cert.json"
+    source.write_text(json.dumps(doc))
+    out = tmp_path / "more.json"
+    capsys.readouterr()
+    assert main(["certify", str(source), "--time-limit", "2", "-q", "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    for word in (str(source), "search" + (f".{key}" if key else ""), repr(value)):
+        assert word in err[0], (word, err[0])
+    assert not out.exists()
 
 
 @pytest.mark.parametrize("marked", [True, False])

@@ -10,7 +10,9 @@ and `better_plan`, and does not run again what would only rebuild that start: th
 that gave a plan and the slice phase if it ran, in the certificate's search or in one it
 continued (`search.done`); and its bound rounds go on from the certificate's last
 (`search.bound_rounds`): a later round's share and time per window, and no round at all when
-every bound finished, rather than round 1 again. The new
+every bound finished, rather than round 1 again; a bound that ran out of time is tried again
+only with more time than a round of the continued searches had (`search.bound_budget_s`). The
+new
 certificate is never worse than the one it continues: the same plan or a faster one, the same
 bound or a higher one. A certificate of a given plan goes on certifying that plan
 (`search.certified_plan`; older certificates, which lack it, are taken as of a given plan when
@@ -35,7 +37,7 @@ from elk_opt.certification.search import (
     search,
 )
 from elk_opt.certification.worker import Worker
-from elk_opt.errors import UsageError
+from elk_opt.errors import InputError, UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.io import plan_from_dict, plan_to_dict
 from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Instance, Plan, Timing
@@ -103,7 +105,7 @@ def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
         raise UsageError(f"{name}: the certificate's timing is {doc['timing']}, but {timing} "
                          "was asked for")
     plan = plan_from_dict(doc["plan"], f"{name}: plan")
-    record = doc.get("search") or {}
+    record = _search_record(doc.get("search"), name)
     given = record.get("certified_plan", "given" if "better_plan" in doc else "found") == "given"
     # the check verified the plan and its makespan: a given plan needs neither again
     found = Found(doc["timing"], float(time_limit_s), threads, given=plan if given else None,
@@ -125,12 +127,43 @@ def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
     found.sliced = SLICES in done
     found.bound_rounds = record.get("bound_rounds", _rounds_run(record.get("phases") or ()))
     found.deferred = defers(plan.instance, found.bound_rounds)
+    found.bound_budget = float(record.get("bound_budget_s", 0.0))
     skipped = sorted(found.heuristics_done) + (["the slices"] if found.sliced else [])
     found.phases.append({"phase": "continued", "wall_s": 0.0, "outcome":
                          f"{name}: plan {doc['makespan_ns']:,} ns, bound "
                          f"{doc['lower_bound_ns']:,} ns ({doc.get('best_bound', '?')}); not run "
                          f"again: {', '.join(skipped) if skipped else 'nothing'}"})
     return plan.instance, found
+
+
+def _search_record(record: Any, name: str) -> dict[str, Any]:
+    """The certificate's `search` record, with what a continuation reads from it checked
+    (`--check` judges a certificate without it, so a tool may leave it out): else InputError
+    naming the field and the value."""
+    if record is None:
+        return {}
+    if not isinstance(record, dict):
+        raise InputError(f"{name}: search: must be an object, got {record!r}")
+
+    def wrong(key: str, what: str) -> InputError:
+        return InputError(f"{name}: search.{key}: must be {what}, got {record[key]!r}")
+
+    if record.get("certified_plan", "found") not in ("given", "found"):
+        raise wrong("certified_plan", "given or found")
+    done = record.get("done", [])
+    if not isinstance(done, list) or not all(isinstance(d, str) for d in done):
+        raise wrong("done", "a list of strings")
+    rounds = record.get("bound_rounds", 0)
+    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 0:
+        raise wrong("bound_rounds", "a non-negative integer")
+    budget = record.get("bound_budget_s", 0.0)
+    if (not isinstance(budget, int | float) or isinstance(budget, bool)
+            or not math.isfinite(budget) or budget < 0):
+        raise wrong("bound_budget_s", "a non-negative number of seconds")
+    phases = record.get("phases", [])
+    if not isinstance(phases, list) or not all(isinstance(p, dict) for p in phases):
+        raise wrong("phases", "a list of objects")
+    return record
 
 
 def _rounds_run(phases: Any) -> int:

@@ -16,7 +16,8 @@ runs the solver phases in a process of their own):
    round, within BOUND_SHARE, if one of them was deferred, or ran out of time and the round
    has more time than any before it had, with twice the time per window and without the LPs
    and MIPs that finished, SOLVED_ONCE; a search that
-   continues a certificate goes on from its last round; on instances
+   continues a certificate goes on from its last round, and its budget is compared with
+   the largest of the searches it continues; on instances
    CP-SAT solves whole, the layer windows wait for the second round: their CP-SAT
    relaxations of the same model cost the first round most of its time and CP-SAT's own
    search bounds tighter, as on the calibration layer, 26 s of windows to 192,562 ns where
@@ -128,8 +129,8 @@ class Found:
     # the last bound round that finished, here or in the searches this one continues: a
     # continued search goes on with the next round, not the first again
     bound_rounds: int = 0
-    # the largest budget a bound round of this search had: a later round with no more time
-    # cannot raise what ran out of time then (`_bound_round`)
+    # the largest budget a bound round had, here or in the searches this one continues: a
+    # later round with no more time cannot raise what ran out of time then (`_bound_round`)
     bound_budget: float = 0.0
 
     @property
@@ -198,6 +199,7 @@ class Found:
                 "certified_plan": "given" if self.given is not None else "found",
                 "done": sorted(self.heuristics_done) + ([SLICES] if self.sliced else []),
                 "bound_rounds": self.bound_rounds,
+                "bound_budget_s": round(self.bound_budget, 3),
                 "phases": self.phases}
 
 
