@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -220,6 +221,23 @@ def test_a_certificate_whose_plan_is_unreadable_is_exit_2(certified, tmp_path, c
     assert main(["certify", "--check", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and str(path) in err[0] and "plan" in err[0], err
+
+
+@pytest.mark.parametrize(("where", "field"), [((), "gap"), (("bounds", 0), "ns")])
+def test_a_certificate_missing_a_required_key_is_exit_2(certified, tmp_path, capsys, where,
+                                                         field):
+    doc = copy.deepcopy(certified)
+    node = doc
+    for step in where:
+        node = node[step]
+    del node[field]
+    path = tmp_path / "cert.json"
+    path.write_text(json.dumps(doc))
+    capsys.readouterr()
+    assert main(["certify", "--check", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    named = ".".join([*(str(s) for s in where), field]).replace(".0.", "[0].")
+    assert len(err) == 1 and str(path) in err[0] and named in err[0], err
 
 
 @settings(max_examples=8)
@@ -546,6 +564,18 @@ def test_the_schema_command_prints_the_shipped_schema(name, capsys):
     assert printed == elk_opt.schema(name)
     assert printed["title"] == {"instance": "elk-instance/1", "plan": "elk-plan/1",
                                 "certificate": "elk-certificate/1"}[name]
+
+
+def test_a_script_calling_certify_without_a_main_guard_is_told_why_it_failed(tmp_path):
+    script = tmp_path / "unguarded.py"
+    script.write_text("import elk_opt\n"
+                      "instance = elk_opt.synthetic_instance(ops=6, plans=2, seed=3)\n"
+                      "elk_opt.certify(instance, time_limit_s=5, threads=1)\n")
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, cwd=tmp_path)
+    assert done.returncode != 0
+    last = done.stderr.strip().splitlines()[-1]
+    assert "WorkerEnded" in last and 'if __name__ == "__main__":' in last, done.stderr[-2000:]
 
 
 # ---------------------------------------------------------------------------- interrupts

@@ -51,6 +51,8 @@ def test_user_toml(tmp_path):
     (("mesh_rows = 8", "mesh_rows = 7"), "mesh_rows: 7 x mesh_cols 8 must equal cores 64"),
     (("flops_per_cycle = 512", "flops_per_cycle = \"fast\""), "extra.flops_per_cycle"),
     (("flops_per_cycle = 512", "warp_drive = 1"), "extra.warp_drive: unknown field"),
+    (("flops_per_cycle = 512", "sync_ns = inf"), "extra.sync_ns: must be a finite positive "
+                                                 "number, got inf"),
     (("topology = \"mesh\"", "topology = \"ring\""), "noc.topology"),
     (("cores = 64", "cores = "), "invalid TOML"),
 ])

@@ -203,6 +203,12 @@ def test_suite_errors_name_the_field():
                                          r"bsp, got 'links'"):
         parse_suite('[[instance]]\nsource = "zoo"\nmodel = "llama2-7b"\n'
                     'noc_occupancy = ["bytes", "links"]\n', "s.toml")
+    with pytest.raises(InputError, match=r"instance\[0\].source: must be one of .*got \[\]"):
+        parse_suite('[[instance]]\nsource = []\n', "s.toml")
+    with pytest.raises(InputError, match=r"instance\[0\].ops: an empty list"):
+        parse_suite('[[instance]]\nsource = "synthetic"\nops = []\n', "s.toml")
+    with pytest.raises(InputError, match=r"instance\[0\]: must be a table"):
+        parse_suite('instance = [1]\n', "s.toml")
 
 
 def test_noc_occupancy_reaches_the_builder_only_when_set(monkeypatch):

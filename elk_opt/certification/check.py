@@ -62,7 +62,9 @@ def _structure(doc: Any, source: str) -> None:
     for key in ("makespan_ns", "lower_bound_ns"):
         if not _int(doc.get(key)):
             raise _fail(source, key, f"must be a non-negative integer, got {doc.get(key)!r}")
-    g = doc.get("gap")
+    if "gap" not in doc:
+        raise _fail(source, "gap", "missing (a number, or null when the bound is 0)")
+    g = doc["gap"]
     if g is not None and (not isinstance(g, int | float) or isinstance(g, bool)
                           or not math.isfinite(g)):
         raise _fail(source, "gap", f"must be a number or null, got {g!r}")
@@ -77,7 +79,9 @@ def _structure(doc: Any, source: str) -> None:
             raise _fail(source, where, "must be an object")
         if not isinstance(b.get("name"), str) or not isinstance(b.get("status"), str):
             raise _fail(source, where, "name and status must be strings")
-        if b.get("ns") is not None and not _int(b["ns"]):
+        if "ns" not in b:
+            raise _fail(source, f"{where}.ns", "missing (a non-negative integer, or null)")
+        if b["ns"] is not None and not _int(b["ns"]):
             raise _fail(source, f"{where}.ns", f"must be a non-negative integer or null, "
                                                f"got {b['ns']!r}")
         wall = b.get("wall_s")

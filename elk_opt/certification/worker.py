@@ -39,6 +39,10 @@ class TimedOut(Exception):
     """The phase did not answer by its deadline; the process was ended."""
 
 
+class WorkerEnded(RuntimeError):
+    """The process ended without answering (killed, out of memory, or it failed to start)."""
+
+
 @dataclass(frozen=True)
 class Task:
     # "solve": elk_opt.methods.solve(instance, method, options), its time limit up to
@@ -107,6 +111,7 @@ class Worker:
     def __init__(self) -> None:
         self._process: multiprocessing.process.BaseProcess | None = None
         self._conn: Connection | None = None
+        self._answered = False  # whether the running process has answered a task
 
     def __enter__(self) -> Worker:
         return self
@@ -125,7 +130,7 @@ class Worker:
         with _sigint_ignored():  # inherited: a Ctrl-C while it starts up leaves it be
             process.start()
         theirs.close()
-        self._process, self._conn = process, ours
+        self._process, self._conn, self._answered = process, ours, False
 
     def stop(self) -> None:
         if self._process is None:
@@ -149,6 +154,20 @@ class Worker:
             pass
         return None
 
+    def _ended(self) -> WorkerEnded:
+        """Why no answer came. A process that ends before its first answer with exit code 1
+        most often failed as it started: spawned, it imports the caller's script again, and
+        a script that calls `certify` outside `if __name__ == "__main__":` then calls it in
+        the new process too, which Python refuses (multiprocessing's "safe importing")."""
+        assert self._process is not None
+        self._process.join(1.0)
+        code = self._process.exitcode
+        hint = ("; from a script, call certify under `if __name__ == \"__main__\":` (the "
+                "worker process imports the script again as it starts)"
+                if not self._answered and code == 1 else "")
+        return WorkerEnded(f"the certify worker process ended without an answer (exit code "
+                           f"{code}){hint}")
+
     def call(self, task: Task, deadline: float | None) -> Any:
         """The task's result; TimedOut when `deadline` (a time.perf_counter() reading) passes
         first. An exception the task raised is raised here; an interrupt while waiting is
@@ -162,9 +181,12 @@ class Worker:
                 if deadline is not None and time.perf_counter() >= deadline:
                     raise TimedOut
                 if not self._process.is_alive():
-                    raise RuntimeError("the certify worker process ended (exit code "
-                                       f"{self._process.exitcode})")
-            kind, value = self._conn.recv()
+                    raise self._ended()
+            try:
+                kind, value = self._conn.recv()
+            except (EOFError, OSError):  # the pipe closed: the process is gone
+                raise self._ended() from None
+            self._answered = True
         except (KeyboardInterrupt, Terminated) as stop:
             try:
                 stop.partial = self._hand_over()  # type: ignore[attr-defined]

@@ -9,6 +9,7 @@ says how the cost models report a plan's NoC port use by default (docs/models.md
 
 from __future__ import annotations
 
+import math
 import os
 import tomllib
 from pathlib import Path
@@ -90,11 +91,12 @@ def chip_from_toml(raw: dict[str, Any], source: str) -> Chip:
         if key not in EXTRA_DEFAULTS:
             raise InputError(f"{source}: extra.{key}: unknown field; known: "
                              f"{', '.join([*EXTRA_DEFAULTS, 'noc_occupancy'])}")
-        ok = isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+        ok = (isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+              and math.isfinite(value))
         if key in INTEGER_EXTRAS:
             ok = ok and isinstance(value, int)
         if not ok:
-            kind = "a positive integer" if key in INTEGER_EXTRAS else "a positive number"
+            kind = "a positive integer" if key in INTEGER_EXTRAS else "a finite positive number"
             raise InputError(f"{source}: extra.{key}: must be {kind}, got {value!r}")
         values[key] = value
     chip = chip_from_dict({**flat, **values}, _Reader(source), "")

@@ -90,8 +90,10 @@ def parse_suite(text: str, source: str) -> list[InstanceSpec]:
     specs: list[InstanceSpec] = []
     for k, table in enumerate(tables):
         where = f"{source}: instance[{k}]"
+        if not isinstance(table, dict):
+            raise InputError(f"{where}: must be a table ([[instance]]), got {table!r}")
         kind = table.get("source")
-        if kind not in _FIELDS:
+        if not isinstance(kind, str) or kind not in _FIELDS:
             raise InputError(f"{where}.source: must be one of {', '.join(_FIELDS)}, "
                              f"got {kind!r}")
         allowed = _FIELDS[kind]
@@ -103,6 +105,8 @@ def parse_suite(text: str, source: str) -> list[InstanceSpec]:
                 raise InputError(f"{where}.{key}: unknown field for source {kind} "
                                  f"(known: {', '.join(allowed)})")
             values = value if isinstance(value, list) else [value]
+            if not values:
+                raise InputError(f"{where}.{key}: an empty list (a grid over nothing)")
             for v in values:
                 expected = allowed[key]
                 ok = isinstance(v, expected) or (expected is float and isinstance(v, int))
