@@ -73,12 +73,18 @@ def test_gemm_interpolation_rules():
     assert big == pytest.approx(2e9 / 64e9 * 1e9)
 
 
-def test_bad_table_names_field(tmp_path):
+@pytest.mark.parametrize(("edit", "named"), [
+    ({"collectives": [{"kind": "x", "scheme": "y", "bytes": 1, "devices": 1,
+                       "bytes_per_s": -1}]}, r"collectives\[0\].bytes_per_s: .* got -1"),
+    ({"collectives": [{"kind": "x", "scheme": "y", "bytes": float("inf"), "devices": 1,
+                       "bytes_per_s": 1}]}, r"collectives\[0\].bytes: .* got inf"),
+    ({"gemm": None}, r"gemm: must be a list, got None"),
+    ({"collectives": 3}, r"collectives: must be a list, got 3"),
+])
+def test_bad_table_names_field(edit, named):
     from elk_opt.errors import InputError
-    with pytest.raises(InputError, match=r"t.json: collectives\[0\].bytes_per_s"):
-        table_from_dict({"format": "elk-cost-table/1", "collectives": [
-            {"kind": "x", "scheme": "y", "bytes": 1, "devices": 1, "bytes_per_s": -1}]},
-            "t.json")
+    with pytest.raises(InputError, match=r"t.json: " + named):
+        table_from_dict({"format": "elk-cost-table/1", **edit}, "t.json")
 
 
 @pytest.mark.parametrize("name", chip_names())

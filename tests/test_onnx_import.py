@@ -194,6 +194,15 @@ def test_mismatched_matmul_is_reported_as_such():
     assert "unknown" not in text and "\n" not in text
 
 
+def test_a_node_missing_an_input_is_reported_without_its_shapes():
+    model = tiny_decoder()
+    softmax = next(n for n in model.graph.node if n.op_type == "Softmax")
+    softmax.op_type = "Add"  # one input where Add needs two: even lenient inference fails
+    with pytest.raises(InputError) as err:
+        import_graph(model, "bad.onnx", Bindings(batch=2, kv_len=10, seq=1))
+    assert "node 'layers.0.softmax' (Add): Input 1 is out of bounds" in str(err.value)
+
+
 @pytest.mark.parametrize("shape, message", [
     ([0, 64], "input 'x': dimension 0 is 0; every dimension must be at least 1"),
     ([-3, 64], "input 'x': dimension 0 is -3"),

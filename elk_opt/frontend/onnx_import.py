@@ -214,8 +214,11 @@ def _inference_error(model: onnx.ModelProto, error: Exception) -> str:
     why = why.split(" (op_type:")[0].rstrip(". ")
     node = next((n for n in model.graph.node if n.name == name), None)
     shapes = ""
-    if node is not None:
+    try:  # the shapes for the message; an error even lenient inference raises has none
         known = onnx.shape_inference.infer_shapes(model, data_prop=True)
+    except Exception:
+        node = None
+    if node is not None:
         dims = {vi.name: [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?")
                           for d in vi.type.tensor_type.shape.dim]
                 for vi in [*known.graph.input, *known.graph.value_info]}

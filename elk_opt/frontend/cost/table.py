@@ -153,12 +153,19 @@ def table_from_dict(raw: Any, source: str) -> CostTable:
 
     def positive(row: dict, key: str, where: str) -> float:
         value = row.get(key)
-        if not isinstance(value, int | float) or isinstance(value, bool) or value <= 0:
-            raise fail(f"{where}.{key}", f"must be a positive number, got {value!r}")
+        if (not isinstance(value, int | float) or isinstance(value, bool) or value <= 0
+                or not math.isfinite(value)):
+            raise fail(f"{where}.{key}", f"must be a finite positive number, got {value!r}")
         return float(value)
 
+    def rows(key: str) -> list:
+        found = raw.get(key, [])
+        if not isinstance(found, list):
+            raise fail(key, f"must be a list, got {found!r}")
+        return found
+
     gemm_rows: dict[str, list[tuple[list[float], float]]] = {}
-    for i, row in enumerate(raw.get("gemm", [])):
+    for i, row in enumerate(rows("gemm")):
         where = f"gemm[{i}]"
         if not isinstance(row, dict) or not isinstance(row.get("dtype"), str):
             raise fail(f"{where}.dtype", "must be a string")
@@ -166,7 +173,7 @@ def table_from_dict(raw: Any, source: str) -> CostTable:
         gemm_rows.setdefault(row["dtype"], []).append((point,
                                                       positive(row, "flops_per_s", where)))
     coll_rows: dict[tuple[str, str], dict[int, list[tuple[float, float]]]] = {}
-    for i, row in enumerate(raw.get("collectives", [])):
+    for i, row in enumerate(rows("collectives")):
         where = f"collectives[{i}]"
         if not isinstance(row, dict):
             raise fail(where, "must be an object")
