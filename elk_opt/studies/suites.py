@@ -26,6 +26,7 @@ _FIELDS = {
             "noc_occupancy": str},
     "file": {"path": str},
 }
+_REQUIRED = {"synthetic": (), "zoo": ("model",), "file": ("path",)}
 _CHOICES = {"noc_occupancy": ("bytes", "bsp")}
 
 
@@ -97,6 +98,9 @@ def parse_suite(text: str, source: str) -> list[InstanceSpec]:
             raise InputError(f"{where}.source: must be one of {', '.join(_FIELDS)}, "
                              f"got {kind!r}")
         allowed = _FIELDS[kind]
+        for key in _REQUIRED[kind]:
+            if key not in table:
+                raise InputError(f"{where}.{key}: missing (source {kind} needs it)")
         grid: list[list[tuple[str, Any]]] = []
         for key, value in table.items():
             if key == "source":
