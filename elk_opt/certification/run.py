@@ -11,10 +11,9 @@ that gave a plan and the slice phase if it ran, in the certificate's search or i
 continued (`search.done`); and its bound rounds go on from the certificate's last
 (`search.bound_rounds`): a later round's share and time per window, and no round at all when
 every bound finished, rather than round 1 again; a bound that ran out of time is tried again
-only with more time than a round of the continued searches had (`search.bound_budget_s`). The
-new
-certificate is never worse than the one it continues: the same plan or a faster one, the same
-bound or a higher one. A certificate of a given plan goes on certifying that plan
+only with more time than a round of the continued searches had (`search.bound_budget_s`).
+The new certificate is never worse than the one it continues: the same plan or a faster one,
+the same bound or a higher one. A certificate of a given plan goes on certifying that plan
 (`search.certified_plan`; older certificates, which lack it, are taken as of a given plan when
 they hold a `better_plan`). The certificate is checked first (as `--check` does, without
 recomputing bounds): one that does not hold is not continued.
