@@ -16,6 +16,7 @@ What a file claims is kept: its status, objective and, where given, its objectiv
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,6 +67,21 @@ def _number(text: str, source: str, line: int, what: str) -> float:
     return float(text)
 
 
+def _value(text: str, source: str, line: int, name: str) -> float:
+    """A variable's value: a finite number."""
+    value = _number(text, source, line, name)
+    if not math.isfinite(value):
+        raise InputError(f"{source}: line {line}: {name} is {text!r}, not a finite value")
+    return value
+
+
+def _claim(text: str, source: str, line: int, what: str) -> float | None:
+    """An objective or bound the file states; an infinite one (HiGHS writes inf where it has
+    none) states nothing."""
+    value = _number(text, source, line, what)
+    return value if math.isfinite(value) else None
+
+
 def _highs(lines: list[str], source: str) -> SolutionFile:
     status = lines[1].strip() if len(lines) > 1 else None
     values: dict[Key, float] = {}
@@ -74,17 +90,17 @@ def _highs(lines: list[str], source: str) -> SolutionFile:
     while k < len(lines):
         words = lines[k].split()
         if words[:1] == ["Objective"] and len(words) == 2:
-            objective = _number(words[1], source, k + 1, "Objective")
+            objective = _claim(words[1], source, k + 1, "Objective")
         elif words[:1] == ["Objective_bound"] and len(words) == 2:
-            bound = _number(words[1], source, k + 1, "Objective_bound")
+            bound = _claim(words[1], source, k + 1, "Objective_bound")
         elif words[:2] == ["#", "Columns"] and len(words) == 3 and not values:
-            count = int(_number(words[2], source, k + 1, "the column count"))
+            count = int(_value(words[2], source, k + 1, "the column count"))
             for m in range(k + 1, k + 1 + count):
                 if m >= len(lines) or len(lines[m].split()) != 2:
                     raise InputError(f"{source}: line {m + 1}: expected 'name value' "
                                      f"({count} columns announced)")
                 name, value = lines[m].split()
-                values[name] = _number(value, source, m + 1, name)
+                values[name] = _value(value, source, m + 1, name)
             k += count
         k += 1
     if not values:
@@ -105,8 +121,8 @@ def _cbc(lines: list[str], source: str) -> SolutionFile:
         if len(words) != 4:
             raise InputError(f"{source}: line {k}: expected 'index name value reduced-cost', "
                              f"got {line.strip()!r}")
-        values[words[1]] = _number(words[2], source, k, words[1])
-    objective = _number(head["obj"], source, 1, "objective value")
+        values[words[1]] = _value(words[2], source, k, words[1])
+    objective = _claim(head["obj"], source, 1, "objective value")
     # CBC says "Optimal" only when it proved it (it has no bound line to give)
     return SolutionFile("cbc", values, status, objective,
                         objective if status == "Optimal" else None, zero_omitted=True)
@@ -134,7 +150,7 @@ def _name_value(lines: list[str], source: str) -> SolutionFile:
         if text.startswith("#"):
             found = re.match(r"#\s*Objective value\s*=\s*(\S+)", text, re.IGNORECASE)
             if found:
-                objective = _number(found[1], source, k, "objective value")
+                objective = _claim(found[1], source, k, "objective value")
             continue
         if not text:
             continue
@@ -142,7 +158,7 @@ def _name_value(lines: list[str], source: str) -> SolutionFile:
         if len(words) != 2:
             raise InputError(f"{source}: line {k}: not a solution file this reads (HiGHS, "
                              f"CBC, CP-SAT response, or 'name value' lines): {text[:60]!r}")
-        values[words[0]] = _number(words[1], source, k, words[0])
+        values[words[0]] = _value(words[1], source, k, words[0])
     if not values:
         raise InputError(f"{source}: no variable values")
     return SolutionFile("name-value", values, None, objective, None)

@@ -184,6 +184,22 @@ def test_unusable_solutions_exit_2(exported, capsys):
     assert not out.exists()
 
 
+def test_an_infinite_value_is_refused_and_an_infinite_bound_claims_nothing(exported, capsys):
+    sol, side, out = exported / "h.sol", exported / "m.mps.json", exported / "p.json"
+    one = _pick_line(sol, "1")
+    _edit(sol, one, one.split()[0] + " inf")
+    assert main(["import-solution", str(side), str(sol), "-o", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and one.split()[0] in err and "not a finite" in err
+    assert not out.exists()
+    _edit(sol, one.split()[0] + " inf", one)
+    bound = next(line for line in sol.read_text().splitlines()
+                 if line.startswith("Objective_bound"))
+    _edit(sol, bound, "Objective_bound inf")  # HiGHS's way of giving none
+    assert main(["import-solution", str(side), str(sol), "-o", str(out)]) == 0
+    assert main(["verify", str(out)]) == 0
+
+
 def test_a_solution_later_than_its_objective_is_rejected(exported, capsys):
     sol, out = exported / "h.sol", exported / "p.json"
     objective = next(line for line in sol.read_text().splitlines()
