@@ -168,14 +168,21 @@ def _pick_line(solution: Path, value: str) -> str:
                 if line.startswith("pick_") and line.split()[1] == value)
 
 
-def test_unusable_solutions_exit_2(exported, capsys):
+@pytest.mark.parametrize(("value", "message"), [("0.5", "not 0 or 1"),
+                                              ("inf", "not a finite value")])
+def test_a_pick_that_is_not_0_or_1_exits_2_naming_it(exported, capsys, value, message):
     sol, side, out = exported / "h.sol", exported / "m.mps.json", exported / "p.json"
-    one = _pick_line(sol, "1")
-    _edit(sol, one, one.split()[0] + " 0.5")
+    name = _pick_line(sol, "1").split()[0]
+    _edit(sol, _pick_line(sol, "1"), f"{name} {value}")
     assert main(["import-solution", str(side), str(sol), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "not 0 or 1" in err and "h.sol" in err
-    _edit(sol, one.split()[0] + " 0.5", "")
+    assert len(err.splitlines()) == 1 and message in err and "h.sol" in err and name in err
+    assert not out.exists()
+
+
+def test_unusable_solutions_exit_2(exported, capsys):
+    sol, side, out = exported / "h.sol", exported / "m.mps.json", exported / "p.json"
+    _edit(sol, _pick_line(sol, "1"), "")
     assert main(["import-solution", str(side), str(sol), "-o", str(out)]) == 2
     assert "h.sol" in capsys.readouterr().err
     _edit(side, '"name":"synthetic', '"name":"edited')
@@ -184,19 +191,13 @@ def test_unusable_solutions_exit_2(exported, capsys):
     assert not out.exists()
 
 
-def test_an_infinite_value_is_refused_and_an_infinite_bound_claims_nothing(exported, capsys):
-    sol, side, out = exported / "h.sol", exported / "m.mps.json", exported / "p.json"
-    one = _pick_line(sol, "1")
-    _edit(sol, one, one.split()[0] + " inf")
-    assert main(["import-solution", str(side), str(sol), "-o", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and one.split()[0] in err and "not a finite" in err
-    assert not out.exists()
-    _edit(sol, one.split()[0] + " inf", one)
+def test_an_infinite_objective_bound_claims_none(exported):
+    sol, out = exported / "h.sol", exported / "p.json"
     bound = next(line for line in sol.read_text().splitlines()
                  if line.startswith("Objective_bound"))
-    _edit(sol, bound, "Objective_bound inf")  # HiGHS's way of giving none
-    assert main(["import-solution", str(side), str(sol), "-o", str(out)]) == 0
+    _edit(sol, bound, "Objective_bound inf")  # how HiGHS writes that it has none
+    assert main(["import-solution", str(exported / "m.mps.json"), str(sol), "-o",
+                 str(out)]) == 0
     assert main(["verify", str(out)]) == 0
 
 
