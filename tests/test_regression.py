@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from elk_opt.cli import main
 from elk_opt.errors import InputError
 from elk_opt.methods import heuristics
 from elk_opt.studies.baseline import (
@@ -137,3 +138,28 @@ def test_a_baseline_without_timings_is_refused(tmp_path):
         "x": {"file": "instances/x.json", "optimum_ns": 1, "heuristics": {}}}}))
     with pytest.raises(InputError, match=r"instances.x.timings: missing"):
         check_baseline(path)
+
+
+@pytest.mark.parametrize(("text", "named"), [
+    ("{not json", "invalid JSON at line 1"),
+    ("[]", "instances: must be an object"),
+    ('{"tolerance": 0.001}', "instances: must be an object"),
+    ('{"tolerance": "x", "instances": {}}', "tolerance: must be a number"),
+    ('{"tolerance": 0.001, "instances": {"x": {"timings": {}}}}', "instances.x.file"),
+    ('{"tolerance": 0.001, "instances": {"x": {"file": "x.json", "timings": []}}}',
+     "instances.x.timings: must be an object"),
+    ('{"tolerance": 0.001, "instances": {"x": {"file": "x.json", "timings": '
+     '{"shared-noc": 5}}}}', "instances.x.timings.shared-noc: must hold"),
+])
+def test_an_unreadable_baseline_is_refused_before_the_study_runs(tmp_path, capsys, text,
+                                                                  named):
+    path = tmp_path / "heuristics.json"
+    path.write_text(text)
+    suite = tmp_path / "s.toml"
+    suite.write_text('[[instance]]\nsource = "synthetic"\nops = 4\nplans = 2\nseed = 1\n')
+    out = tmp_path / "study"
+    assert main(["gap", "--suite", str(suite), "--methods", "basic", "-o", str(out),
+                 "--baseline", str(path), "--update-baseline", "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(path) in err[0] and named in err[0], err
+    assert not out.exists()  # refused before the study ran

@@ -19,7 +19,7 @@ from elk_opt.commands.flags import (
 from elk_opt.errors import UsageError
 from elk_opt.methods import METHODS, solving_in
 from elk_opt.problem import Timing
-from elk_opt.studies.baseline import DEFAULT_PATH, write_baseline
+from elk_opt.studies.baseline import DEFAULT_PATH, read_baseline, write_baseline
 from elk_opt.studies.executors import EXECUTORS
 from elk_opt.studies.gap import run_study
 from elk_opt.studies.report import gap_table, write_report
@@ -68,6 +68,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--update-baseline records plans in the instance's execution "
                              "order; drop --exec-order free")
         args.exec_order = "instance"
+        if args.baseline.exists():  # a baseline it cannot read fails now, not after the study
+            read_baseline(args.baseline)
     specs = load_suite(args.suite)
     if args.methods:
         methods = solving_in(args.methods.split(","), args.exec_order, named=True)

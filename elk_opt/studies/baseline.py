@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from elk_opt.errors import InputError
-from elk_opt.io import ensure_dir, instance_to_dict, load_instance, save_instance, save_json
+from elk_opt.io import (
+    ensure_dir,
+    instance_to_dict,
+    load_instance,
+    read_json,
+    save_instance,
+    save_json,
+)
 from elk_opt.methods import METHODS, heuristics, solve
 from elk_opt.problem import TIMINGS, Timing
 from elk_opt.solution import SolveOptions
@@ -64,15 +71,32 @@ def write_baseline(specs: Sequence[InstanceSpec], cells: Sequence[Cell], path: P
 
 
 def read_baseline(path: Path) -> dict[str, Any]:
-    doc = json.loads(path.read_text())
+    """The baseline file, its structure checked (InputError naming the field)."""
+    doc = read_json(path)
+    if not isinstance(doc, dict) or not isinstance(doc.get("instances"), dict):
+        raise InputError(f"{path}: instances: must be an object of recorded instances")
+    tolerance = doc.get("tolerance")
+    if (not isinstance(tolerance, int | float) or isinstance(tolerance, bool)
+            or not 0 <= tolerance < 1):
+        raise InputError(f"{path}: tolerance: must be a number in [0, 1), got {tolerance!r}")
     for key, entry in doc["instances"].items():
+        where = f"{path}: instances.{key}"
+        if not isinstance(entry, dict) or not isinstance(entry.get("file"), str):
+            raise InputError(f"{where}.file: must name the instance file beside the baseline")
         if "timings" not in entry:
-            raise InputError(f"{path}: instances.{key}.timings: missing (a baseline from before "
-                             "records were kept per timing)")
+            raise InputError(f"{where}.timings: missing (a baseline from before records were "
+                             "kept per timing)")
+        if not isinstance(entry["timings"], dict):
+            raise InputError(f"{where}.timings: must be an object, got {entry['timings']!r}")
         unknown = set(entry["timings"]) - set(TIMINGS)
         if unknown:
-            raise InputError(f"{path}: instances.{key}.timings: unknown timing "
-                             f"{sorted(unknown)[0]!r}; known: {', '.join(TIMINGS)}")
+            raise InputError(f"{where}.timings: unknown timing {sorted(unknown)[0]!r}; known: "
+                             f"{', '.join(TIMINGS)}")
+        for timing, record in entry["timings"].items():
+            if (not isinstance(record, dict) or not isinstance(record.get("heuristics"), dict)
+                    or "optimum_ns" not in record):
+                raise InputError(f"{where}.timings.{timing}: must hold optimum_ns and "
+                                 "heuristics")
     return doc
 
 
