@@ -26,6 +26,7 @@ import re
 from typing import Any
 
 from elk_opt.certification.certificate import build
+from elk_opt.certification.check import _int, check
 from elk_opt.certification.search import (
     HEURISTICS,
     SLICES,
@@ -92,8 +93,6 @@ def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
                       name: str = "the certificate") -> tuple[Instance, Found]:
     """The instance and a search state holding what the certificate `doc` found (module
     docstring); a UsageError when it does not hold or its timing is not `timing`."""
-    from elk_opt.certification.check import check
-
     _check_request(timing, time_limit_s, threads)
     problems = check(doc, name, max_recompute_s=0).problems
     if problems:
@@ -152,8 +151,7 @@ def _search_record(record: Any, name: str) -> dict[str, Any]:
     done = record.get("done", [])
     if not isinstance(done, list) or not all(isinstance(d, str) for d in done):
         raise wrong("done", "a list of strings")
-    rounds = record.get("bound_rounds", 0)
-    if not isinstance(rounds, int) or isinstance(rounds, bool) or rounds < 0:
+    if not _int(record.get("bound_rounds", 0)):
         raise wrong("bound_rounds", "a non-negative integer")
     budget = record.get("bound_budget_s", 0.0)
     if (not isinstance(budget, int | float) or isinstance(budget, bool)
