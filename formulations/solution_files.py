@@ -68,7 +68,7 @@ def _number(text: str, source: str, line: int, what: str) -> float:
 
 
 def _value(text: str, source: str, line: int, name: str) -> float:
-    """A variable's value: a finite number."""
+    """A finite number: a variable's value, or the column count."""
     value = _number(text, source, line, name)
     if not math.isfinite(value):
         raise InputError(f"{source}: line {line}: {name} is {text!r}, not a finite value")

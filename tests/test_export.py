@@ -172,8 +172,9 @@ def _pick_line(solution: Path, value: str) -> str:
                                               ("inf", "not a finite value")])
 def test_a_pick_that_is_not_0_or_1_exits_2_naming_it(exported, capsys, value, message):
     sol, side, out = exported / "h.sol", exported / "m.mps.json", exported / "p.json"
-    name = _pick_line(sol, "1").split()[0]
-    _edit(sol, _pick_line(sol, "1"), f"{name} {value}")
+    one = _pick_line(sol, "1")
+    name = one.split()[0]
+    _edit(sol, one, f"{name} {value}")
     assert main(["import-solution", str(side), str(sol), "-o", str(out)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and message in err and "h.sol" in err and name in err

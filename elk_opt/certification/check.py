@@ -42,7 +42,8 @@ class Checked:
     unconfirmed: list[str] = field(default_factory=list)
 
 
-def _int(value: Any) -> bool:
+def is_count(value: Any) -> bool:
+    """A non-negative integer (not a bool): a count, or a time in whole ns."""
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
@@ -60,7 +61,7 @@ def _structure(doc: Any, source: str) -> None:
         raise _fail(source, "timing", f"must be one of {', '.join(TIMINGS)}, "
                                       f"got {doc.get('timing')!r}")
     for key in ("makespan_ns", "lower_bound_ns"):
-        if not _int(doc.get(key)):
+        if not is_count(doc.get(key)):
             raise _fail(source, key, f"must be a non-negative integer, got {doc.get(key)!r}")
     if "gap" not in doc:
         raise _fail(source, "gap", "missing (a number, or null when the bound is 0)")
@@ -81,7 +82,7 @@ def _structure(doc: Any, source: str) -> None:
             raise _fail(source, where, "name and status must be strings")
         if "ns" not in b:
             raise _fail(source, f"{where}.ns", "missing (a non-negative integer, or null)")
-        if b["ns"] is not None and not _int(b["ns"]):
+        if b["ns"] is not None and not is_count(b["ns"]):
             raise _fail(source, f"{where}.ns", f"must be a non-negative integer or null, "
                                                f"got {b['ns']!r}")
         wall = b.get("wall_s")
@@ -225,7 +226,7 @@ def _more_time(params: dict[str, Any]) -> dict[str, Any]:
 def _better(raw: Any, source: str, timing: str, makespan: int, lower: int,
             out: Checked) -> None:
     if not isinstance(raw, dict) or not isinstance(raw.get("plan"), dict) \
-            or not _int(raw.get("makespan_ns")):
+            or not is_count(raw.get("makespan_ns")):
         raise _fail(source, "better_plan", "must hold makespan_ns and an elk-plan/1 plan")
     plan = _plan(raw["plan"], source, "better_plan.plan", timing, out)
     if plan is None:

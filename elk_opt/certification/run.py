@@ -26,7 +26,7 @@ import re
 from typing import Any
 
 from elk_opt.certification.certificate import build
-from elk_opt.certification.check import _int, check
+from elk_opt.certification.check import check, is_count
 from elk_opt.certification.search import (
     HEURISTICS,
     SLICES,
@@ -151,7 +151,7 @@ def _search_record(record: Any, name: str) -> dict[str, Any]:
     done = record.get("done", [])
     if not isinstance(done, list) or not all(isinstance(d, str) for d in done):
         raise wrong("done", "a list of strings")
-    if not _int(record.get("bound_rounds", 0)):
+    if not is_count(record.get("bound_rounds", 0)):
         raise wrong("bound_rounds", "a non-negative integer")
     budget = record.get("bound_budget_s", 0.0)
     if (not isinstance(budget, int | float) or isinstance(budget, bool)
