@@ -187,10 +187,10 @@ class NotASlice(ValueError):
 
 
 def tiled_plan(instance: Instance, tiled: Plan, sliced: Plan, count: int,
-               started: float) -> Plan:
+               started: float, **params: object) -> Plan:
     """`tiled` (from `best_tiling`) with claims: method `tiled`, and in its params the
-    slice plan it came from (`sliced`, of `count` layers)."""
-    params: dict[str, object] = {"slice_layers": count, "slice_ops": len(sliced.instance.ops)}
+    slice plan it came from (`sliced`, of `count` layers) and `params`."""
+    params.update(slice_layers=count, slice_ops=len(sliced.instance.ops))
     if sliced.claims is not None:
         params.update(slice_method=sliced.claims.method,
                       slice_makespan_ns=sliced.claims.makespan_ns,

@@ -37,7 +37,9 @@ runs the solver phases in a process of their own):
    with CPSAT_SHARE of what is left; on larger instances whose layers repeat, once, Elk-Full
    on slices of their first SLICE_SIZES layers, then CP-SAT from the Elk-Full plan that tiled
    best (SLICE_SHARE of what is left for all of it), each plan tiled onto the whole instance
-   (formulations.lns_tiling); the LNS `polish` from the best plan with POLISH_SHARE of the
+   (formulations.lns_tiling), then on that slice one pair per op class, chosen by a descent
+   judged on the whole instance (formulations.slice_pairs, PAIRS_SHARE of what is left);
+   the LNS `polish` from the best plan with POLISH_SHARE of the
    rest (what it does not use goes to the next round); each only from a plan it has not
    started from before (from the same start with less time it would find nothing new). A
    solver phase that overruns its own limit is ended one second past the budget (a slice's,
@@ -90,6 +92,7 @@ CPSAT_MAX_OPS = 200  # CP-SAT's model is quadratic in the ops: above this, polis
 # layers in the slices Elk-Full solves for plans to tile (each rounded to whole periods)
 SLICE_SIZES = (3, 4, 5, 6, 8)
 SLICE_SHARE = 0.15  # of what is left, for Elk-Full and CP-SAT on the slice (see BENCHMARKS.md)
+PAIRS_SHARE = 0.1  # of what is left then, for one pair per op class on the best slice
 # the bounds a finished solve gives again unchanged, and the limit of run_all.lower_bounds
 # that leaves each out of a later round (not the fluid LP's: fluid-layers runs under it)
 SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
@@ -433,8 +436,8 @@ def _slice_phase(instance: Instance, found: Found, options: SolveOptions, worker
     """Elk-Full on slices of the first SLICE_SIZES layers (and the ops after the last), then
     CP-SAT from the Elk-Full plan that tiled best, each plan tiled onto the whole instance
     (formulations.lns_tiling); a slice's best plan need not tile best, since it is also best
-    at the slice's own end. Once, on instances CP-SAT does not take whole. Whether a tiled
-    plan is the best so far."""
+    at the slice's own end. Then one pair per op class on that slice (`_pairs_per_class`).
+    Once, on instances CP-SAT does not take whole. Whether a tiled plan is the best so far."""
     if found.sliced or len(instance.ops) <= CPSAT_MAX_OPS or found.free_order:
         return False
     from formulations.lns_tiling import slice_instance, slice_layers, structure
@@ -454,18 +457,61 @@ def _slice_phase(instance: Instance, found: Found, options: SolveOptions, worker
                           replace(options, time_limit_s=ends - time.perf_counter()), ends,
                           progress)
         if got is None:
-            return kept
+            break
         tiled_ns, plan, better = got
         kept = kept or better
         if tiled_ns is not None and (best is None or tiled_ns < best[0]):
             best = (tiled_ns, sliced, plan)
     if best is not None:
         _, sliced, warm = best
-        got = _tile_slice(instance, found, worker, layers, sliced, "cpsat",
-                          replace(options, time_limit_s=ends - time.perf_counter(),
-                                  warm_start="elk-full", warm_plan=warm), ends, progress)
-        kept = kept or (got is not None and got[2])
+        if ends - time.perf_counter() >= MIN_PHASE_S:
+            got = _tile_slice(instance, found, worker, layers, sliced, "cpsat",
+                              replace(options, time_limit_s=ends - time.perf_counter(),
+                                      warm_start="elk-full", warm_plan=warm), ends, progress)
+            kept = kept or (got is not None and got[2])
+        kept = _pairs_per_class(instance, found, options, worker, layers, sliced,
+                                progress) or kept
     return kept
+
+
+def _pairs_per_class(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
+                     layers: Layers, sliced: Instance, progress: bool) -> bool:
+    """One pair per op class on `sliced`, tiled (formulations.slice_pairs), within
+    PAIRS_SHARE of what is left; whether its plan is the best so far."""
+    from formulations.lns_tiling import slice_count, tiled_plan
+
+    limit = PAIRS_SHARE * found.left() - MARGIN_S
+    if limit < MIN_PHASE_S:
+        found.cut = True
+        return False
+    started = time.perf_counter()
+    count = slice_count(instance, layers, sliced)
+    _starting(found, f"one pair per op class on a slice of {count} layers, up to {limit:.0f} s",
+              progress)
+    task = Task("slice pairs", instance, {"layers": layers, "sliced": sliced,
+                                          "options": options, "deadline": started + limit})
+    try:
+        descent = _call(found, worker, task,
+                        min(started + limit + max(GRACE_S, HEURISTIC_GRACE * found.time_limit_s),
+                            found.hard_deadline()))
+    except TimedOut:
+        _record(found, "slice, pairs per class", started,
+                "ended at the deadline: it overran its limit")
+        found.cut = True
+        return False
+    if descent.best is None:
+        _record(found, "slice, pairs per class", started, "tiled into none that obeys R5")
+        return False
+    sliced_plan, tiled, schedule = descent.best
+    better = offer_plan(found, tiled_plan(instance, tiled, sliced_plan, count, started,
+                                          classes_given_a_pair=len(descent.forced)))
+    _record(found, "slice, pairs per class", started,
+            f"{count} layers: {len(descent.forced)} classes given one pair in "
+            f"{descent.trials} trials, {descent.sweeps} sweeps"
+            + ("" if descent.complete else " (cut short)")
+            + f", tiled {schedule.makespan_ns:,} ns" + (" (best so far)" if better else ""))
+    _say(found, "slice (pairs per class), tiled", progress)
+    return better
 
 
 def _tile_slice(instance: Instance, found: Found, worker: Worker, layers: Layers, sliced: Instance,

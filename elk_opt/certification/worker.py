@@ -47,7 +47,8 @@ class WorkerEnded(RuntimeError):
 class Task:
     # "solve": elk_opt.methods.solve(instance, method, options), its time limit up to
     # args["ends"] (a time.perf_counter() reading: one clock for every process) if given;
-    # "bounds": lower_bounds
+    # "bounds": lower_bounds; "slice pairs": formulations.slice_pairs.descend with the
+    # methods' `solve`
     kind: str
     instance: Instance
     args: dict[str, Any]
@@ -66,6 +67,11 @@ def _run(task: Task) -> Any:
         from elk_opt.bounds.run_all import lower_bounds
 
         return lower_bounds(task.instance, **task.args)
+    if task.kind == "slice pairs":
+        from elk_opt.methods import solve
+        from formulations.slice_pairs import descend
+
+        return descend(task.instance, **task.args, solve=solve)
     raise ValueError(f"unknown task {task.kind!r}")
 
 

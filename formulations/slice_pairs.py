@@ -1,0 +1,129 @@
+"""One pair per op class, chosen on a slice and judged on the whole decoder: a descent.
+
+At batch 32-64 the plans lose in their pair choice: Elk-Full picks each op's pair as it goes,
+and `polish` changes pairs only inside its windows, a layer or two at a time, where a pair
+that pays in every layer need not pay in one. A decoder's layers repeat, so each *class* of
+ops (one offset in the repeating period) can run one pair in every layer. The descent, on a
+slice of a few layers (formulations.lns_tiling):
+- for each class in turn, for each of its pairs (undominated in the numbers the bounds use:
+  times, demands, spaces; `elk_opt.bounds.fluid_sram.spaced_costs`): narrow every op of the
+  class on the slice to that pair, plan the slice with Elk-Dyn (a fifteenth of Elk-Full's
+  time on a 91-op Llama2-13B b64 slice, and tiling as well: 16,511,603 ns against
+  16,510,874), tile the plan onto the whole instance (`best_tiling`) and time it exactly;
+- keep the pair when the tiled makespan falls (first improvement), and sweep the classes
+  again until a sweep keeps nothing or the deadline passes;
+- last, Elk-Full at the kept pairs; the faster of the two tilings is returned.
+Measured (BENCHMARKS.md, "One pair per op class"): on Llama2-13B b64 KV2048 the tiled plan
+is 0.94% faster than Elk-Full's tiled slice, and `polish` from it reached a plan faster than
+any found before on that configuration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from elk_opt.bounds.cuts import pair_uses
+from elk_opt.bounds.fluid_sram import SpacedCost, spaced_cost, spaced_costs
+from elk_opt.evaluate import Schedule, evaluate_plan
+from elk_opt.problem import Instance, Plan
+from elk_opt.solution import SolveOptions
+from formulations.lns_region import move_key
+from formulations.lns_tiling import Layers, best_tiling, slice_count
+
+Classes = dict[tuple[int, int], list[int]]  # (layer in the period, offset): slice ops
+Solver = Callable[[Instance, str, SolveOptions], Plan]
+TRIAL = "elk-dyn"  # the heuristic that plans each narrowed slice
+FINAL = "elk-full"  # the one that plans the slice at the pairs kept
+
+
+@dataclass(frozen=True)
+class Descent:
+    """The fastest tiling found: the slice's plan, the whole plan and its schedule (None if
+    no tiling obeyed R5); the pairs kept per class, and what the descent did."""
+
+    best: tuple[Plan, Plan, Schedule] | None
+    forced: dict[tuple[int, int], SpacedCost]
+    trials: int
+    sweeps: int
+    complete: bool  # False: the deadline ended it before a sweep kept nothing
+
+
+def op_classes(layers: Layers, count: int) -> Classes:
+    """The slice's decoder ops by class: same place in the repeating period, every layer."""
+    classes: Classes = {}
+    for layer in range(count):
+        first, stop = layers.runs[layer]
+        for offset in range(stop - first):
+            classes.setdefault((layer % layers.period, offset), []).append(first + offset)
+    return classes
+
+
+def narrowed(sliced: Instance, classes: Classes,
+             forced: dict[tuple[int, int], SpacedCost]) -> Instance:
+    """`sliced` with every op of a forced class cut to the pairs of its forced cost."""
+    ops = list(sliced.ops)
+    for key, cost in forced.items():
+        for i in classes[key]:
+            op = ops[i]
+            keep = {(q.id, p.id) for q, p, run, load in pair_uses(op, sliced.chip)
+                    if spaced_cost(q, p, run, load) == cost}
+            ops[i] = dataclasses.replace(
+                op, warmup=tuple(w for w in op.warmup if (w.preload, w.exec) in keep))
+    return dataclasses.replace(sliced, ops=tuple(ops))
+
+
+def descend(instance: Instance, layers: Layers, sliced: Instance, options: SolveOptions,
+            solve: Solver, deadline: float) -> Descent:
+    """The descent of the module docstring on `sliced` (a slice of `instance`), stopped at
+    `deadline` (a time.perf_counter() reading) between trials."""
+    classes = op_classes(layers, slice_count(instance, layers, sliced))
+    costs = spaced_costs(sliced)
+    trials = 0
+
+    def tiled(forced: dict[tuple[int, int], SpacedCost],
+              method: str) -> tuple[Plan, Plan, Schedule] | None:
+        nonlocal trials
+        trials += 1
+        limit = max(0.0, deadline - time.perf_counter())
+        # every pair kept obeys R5 on its own, so the narrowed slice has plans
+        plan = solve(narrowed(sliced, classes, forced), method,
+                     dataclasses.replace(options, time_limit_s=limit))
+        # the same plan on the slice with every pair open: what it claims of the narrowed
+        # slice's optimum (a bound, or meeting it) does not hold there
+        assert plan.claims is not None
+        plan = dataclasses.replace(plan, instance=sliced, claims=dataclasses.replace(
+            plan.claims, status="heuristic", lower_bound_ns=None))
+        got = best_tiling(instance, layers, plan, evaluate_plan(plan))
+        return None if got is None else (plan, *got)
+
+    def faster(a: tuple[Plan, Plan, Schedule] | None,
+               b: tuple[Plan, Plan, Schedule] | None) -> bool:
+        return a is not None and (b is None or move_key(a[2]) < move_key(b[2]))
+
+    forced: dict[tuple[int, int], SpacedCost] = {}
+    best = tiled(forced, TRIAL)
+    sweeps, complete = 0, False
+    while time.perf_counter() < deadline:
+        sweeps += 1
+        kept = False
+        for key, members in sorted(classes.items()):
+            for cost in costs[members[0]]:
+                if time.perf_counter() >= deadline:
+                    break
+                if forced.get(key) == cost or len(costs[members[0]]) == 1:
+                    continue
+                trial = {**forced, key: cost}
+                got = tiled(trial, TRIAL)
+                if faster(got, best):
+                    best, forced, kept = got, trial, True
+        if not kept:
+            complete = time.perf_counter() < deadline
+            break
+    if time.perf_counter() < deadline:
+        got = tiled(forced, FINAL)
+        if faster(got, best):
+            best = got
+    return Descent(best, forced, trials, sweeps, complete)

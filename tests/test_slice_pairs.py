@@ -1,0 +1,90 @@
+"""One pair per op class chosen on a slice and tiled (formulations.slice_pairs)."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from elk_opt.bounds.cuts import pair_uses
+from elk_opt.bounds.fluid_sram import spaced_cost, spaced_costs
+from elk_opt.evaluate import evaluate_plan
+from elk_opt.frontend.synthetic import synthetic_instance
+from elk_opt.io import plan_to_dict
+from elk_opt.methods import solve
+from elk_opt.solution import SolveOptions
+from formulations.lns_tiling import best_tiling, slice_instance, slice_layers, structure
+from formulations.slice_pairs import TRIAL, descend, narrowed, op_classes
+from verify import check
+
+TIMINGS = ("separate-noc", "shared-noc")
+FAR = 1e9  # a deadline that never passes
+
+
+def _decoder(layer_count: int, seed: int, plans: int = 4):
+    instance = synthetic_instance(ops=12 * layer_count, plans=plans, seed=seed, tightness=0.6)
+    layers = structure(instance)
+    assert layers is not None
+    return instance, layers, slice_instance(instance, layers, slice_layers(layers, 3))
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(4, 7), st.integers(0, 10_000), st.sampled_from(TIMINGS))
+def test_the_descent_tiles_a_valid_plan_no_slower_than_its_start(layer_count, seed, timing):
+    instance, layers, sliced = _decoder(layer_count, seed)
+    options = SolveOptions(timing=timing)
+    descent = descend(instance, layers, sliced, options, solve, time.perf_counter() + FAR)
+    start = solve(sliced, TRIAL, options)
+    unforced = best_tiling(instance, layers, start, evaluate_plan(start))
+    assert descent.complete
+    if unforced is None:
+        return
+    assert descent.best is not None
+    sliced_plan, tiled, schedule = descent.best
+    assert schedule.makespan_ns <= unforced[1].makespan_ns
+    assert evaluate_plan(tiled) == schedule
+    report = check(plan_to_dict(tiled))
+    assert all(v.rule == "R6" for v in report.violations), report.violations
+    assert check(plan_to_dict(sliced_plan)).violations == ()  # a plan of the slice, pairs open
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.integers(0, 10_000))
+def test_the_classes_kept_run_their_pair_in_every_layer_of_the_slice(seed):
+    instance, layers, sliced = _decoder(5, seed)
+    descent = descend(instance, layers, sliced, SolveOptions(timing="shared-noc"), solve,
+                      time.perf_counter() + FAR)
+    classes = op_classes(layers, 3)
+    assert sorted(len(ops) for ops in classes.values()) == [3] * 12
+    if descent.best is None:
+        return
+    sliced_plan = descent.best[0]
+    for key, cost in descent.forced.items():
+        for i in classes[key]:
+            op, choice = sliced.ops[i], sliced_plan.choice[i]
+            q, p = op.preload_by_id[choice.preload], op.exec_by_id[choice.exec]
+            uses = [u for u in pair_uses(op, sliced.chip) if (u[0].id, u[1].id)
+                    == (q.id, p.id)]
+            assert [spaced_cost(*u) for u in uses] == [cost]
+
+
+def test_narrowing_keeps_only_the_forced_pairs_of_the_forced_class():
+    instance, layers, sliced = _decoder(5, 3)
+    classes = op_classes(layers, 3)
+    costs = spaced_costs(sliced)
+    key = next(k for k, ops in classes.items() if len(costs[ops[0]]) > 1)
+    cost = costs[classes[key][0]][0]
+    small = narrowed(sliced, classes, {key: cost})
+    for i, (before, after) in enumerate(zip(sliced.ops, small.ops, strict=True)):
+        if i in classes[key]:
+            assert 0 < len(after.warmup) < len(before.warmup)
+        else:
+            assert after == before
+
+
+def test_the_descent_stops_at_its_deadline_with_the_start_it_has():
+    instance, layers, sliced = _decoder(6, 11)
+    descent = descend(instance, layers, sliced, SolveOptions(timing="shared-noc"), solve,
+                      time.perf_counter())
+    assert not descent.complete and descent.trials == 1 and not descent.forced
