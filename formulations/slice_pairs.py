@@ -76,21 +76,23 @@ def narrowed(sliced: Instance, classes: Classes,
 
 
 def descend(instance: Instance, layers: Layers, sliced: Instance, options: SolveOptions,
-            solve: Solver, deadline: float) -> Descent:
+            solve: Solver, deadline: float | None = None) -> Descent:
     """The descent of the module docstring on `sliced` (a slice of `instance`), stopped at
-    `deadline` (a time.perf_counter() reading) between trials."""
+    `deadline` (a time.perf_counter() reading; None: none) between trials."""
     classes = op_classes(layers, slice_count(instance, layers, sliced))
     costs = spaced_costs(sliced)
     trials = 0
+
+    def left() -> float | None:
+        return None if deadline is None else max(0.0, deadline - time.perf_counter())
 
     def tiled(forced: dict[tuple[int, int], SpacedCost],
               method: str) -> tuple[Plan, Plan, Schedule] | None:
         nonlocal trials
         trials += 1
-        limit = max(0.0, deadline - time.perf_counter())
         # every pair kept obeys R5 on its own, so the narrowed slice has plans
         plan = solve(narrowed(sliced, classes, forced), method,
-                     dataclasses.replace(options, time_limit_s=limit))
+                     dataclasses.replace(options, time_limit_s=left()))
         # the same plan on the slice with every pair open: what it claims of the narrowed
         # slice's optimum (a bound, or meeting it) does not hold there
         assert plan.claims is not None
@@ -106,12 +108,12 @@ def descend(instance: Instance, layers: Layers, sliced: Instance, options: Solve
     forced: dict[tuple[int, int], SpacedCost] = {}
     best = tiled(forced, TRIAL)
     sweeps, complete = 0, False
-    while time.perf_counter() < deadline:
+    while left() != 0.0:
         sweeps += 1
         kept = False
         for key, members in sorted(classes.items()):
             for cost in costs[members[0]]:
-                if time.perf_counter() >= deadline:
+                if left() == 0.0:
                     break
                 if forced.get(key) == cost or len(costs[members[0]]) == 1:
                     continue
@@ -120,9 +122,9 @@ def descend(instance: Instance, layers: Layers, sliced: Instance, options: Solve
                 if faster(got, best):
                     best, forced, kept = got, trial, True
         if not kept:
-            complete = time.perf_counter() < deadline
+            complete = left() != 0.0
             break
-    if time.perf_counter() < deadline:
+    if left() != 0.0:
         got = tiled(forced, FINAL)
         if faster(got, best):
             best = got

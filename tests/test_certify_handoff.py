@@ -268,10 +268,13 @@ def test_above_what_cpsat_solves_whole_a_slice_is_solved_once_and_tiled(monkeypa
     assert best.claims.method == "tiled" and best.claims.params["slice_layers"] in (3, 4, 5, 6)
     assert best.claims.makespan_ns < basic.claims.makespan_ns
     assert check(plan_to_dict(best)).valid
-    # Elk-Full on slices of 3 to 6 of the 7 layers, then CP-SAT on one of them
-    assert [p["phase"] for p in found.phases] == ["slice, elk-full"] * 4 + ["slice, cpsat"]
+    # Elk-Full on slices of 3 to 6 of the 7 layers, then CP-SAT on one of them, then one
+    # pair per op class on that one
+    assert [p["phase"] for p in found.phases] == (["slice, elk-full"] * 4
+                                                  + ["slice, cpsat", "slice, pairs per class"])
     assert [p["outcome"].split(":")[0] for p in found.phases][:4] == [
         f"{k} layers" for k in (3, 4, 5, 6)]
+    assert found.phases[-1]["outcome"].split(":")[0] == found.phases[-2]["outcome"].split(":")[0]
 
 
 @pytest.mark.parametrize(("budget_before", "deferred", "runs"), [

@@ -19,22 +19,21 @@ from formulations.slice_pairs import TRIAL, descend, narrowed, op_classes
 from verify import check
 
 TIMINGS = ("separate-noc", "shared-noc")
-FAR = 1e9  # a deadline that never passes
 
 
-def _decoder(layer_count: int, seed: int, plans: int = 4):
+def _decoder(layer_count: int, seed: int, plans: int = 2):
     instance = synthetic_instance(ops=12 * layer_count, plans=plans, seed=seed, tightness=0.6)
     layers = structure(instance)
     assert layers is not None
     return instance, layers, slice_instance(instance, layers, slice_layers(layers, 3))
 
 
-@settings(max_examples=8, deadline=None)
-@given(st.integers(4, 7), st.integers(0, 10_000), st.sampled_from(TIMINGS))
+@settings(max_examples=4, deadline=None)
+@given(st.integers(4, 6), st.integers(0, 10_000), st.sampled_from(TIMINGS))
 def test_the_descent_tiles_a_valid_plan_no_slower_than_its_start(layer_count, seed, timing):
     instance, layers, sliced = _decoder(layer_count, seed)
     options = SolveOptions(timing=timing)
-    descent = descend(instance, layers, sliced, options, solve, time.perf_counter() + FAR)
+    descent = descend(instance, layers, sliced, options, solve)
     start = solve(sliced, TRIAL, options)
     unforced = best_tiling(instance, layers, start, evaluate_plan(start))
     assert descent.complete
@@ -47,25 +46,13 @@ def test_the_descent_tiles_a_valid_plan_no_slower_than_its_start(layer_count, se
     report = check(plan_to_dict(tiled))
     assert all(v.rule == "R6" for v in report.violations), report.violations
     assert check(plan_to_dict(sliced_plan)).violations == ()  # a plan of the slice, pairs open
-
-
-@settings(max_examples=6, deadline=None)
-@given(st.integers(0, 10_000))
-def test_the_classes_kept_run_their_pair_in_every_layer_of_the_slice(seed):
-    instance, layers, sliced = _decoder(5, seed)
-    descent = descend(instance, layers, sliced, SolveOptions(timing="shared-noc"), solve,
-                      time.perf_counter() + FAR)
     classes = op_classes(layers, 3)
     assert sorted(len(ops) for ops in classes.values()) == [3] * 12
-    if descent.best is None:
-        return
-    sliced_plan = descent.best[0]
-    for key, cost in descent.forced.items():
+    for key, cost in descent.forced.items():  # each class kept runs its pair in every layer
         for i in classes[key]:
             op, choice = sliced.ops[i], sliced_plan.choice[i]
-            q, p = op.preload_by_id[choice.preload], op.exec_by_id[choice.exec]
-            uses = [u for u in pair_uses(op, sliced.chip) if (u[0].id, u[1].id)
-                    == (q.id, p.id)]
+            uses = [u for u in pair_uses(op, sliced.chip)
+                    if (u[0].id, u[1].id) == (choice.preload, choice.exec)]
             assert [spaced_cost(*u) for u in uses] == [cost]
 
 
@@ -88,3 +75,13 @@ def test_the_descent_stops_at_its_deadline_with_the_start_it_has():
     descent = descend(instance, layers, sliced, SolveOptions(timing="shared-noc"), solve,
                       time.perf_counter())
     assert not descent.complete and descent.trials == 1 and not descent.forced
+
+
+def test_the_descent_without_a_deadline_is_deterministic():
+    instance, layers, sliced = _decoder(4, 7)
+    runs = [descend(instance, layers, sliced, SolveOptions(timing="shared-noc"), solve)
+            for _ in range(2)]
+    assert runs[0].forced == runs[1].forced and runs[0].trials == runs[1].trials
+    assert runs[0].best is not None and runs[1].best is not None
+    assert runs[0].best[1].choice == runs[1].best[1].choice
+    assert runs[0].best[1].program == runs[1].best[1].program
