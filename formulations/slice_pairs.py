@@ -1,6 +1,7 @@
 """One pair per op class, chosen on a slice and judged on the whole decoder: a descent.
 
-At batch 32-64 the plans lose in their pair choice: Elk-Full picks each op's pair as it goes,
+At batch 64 the plans can lose in their pair choice (Gemma2-27B b64 KV2048: 17.5 us a steady
+layer; BENCHMARKS.md, "Pairs forced per op class"): Elk-Full picks each op's pair as it goes,
 and `polish` changes pairs only inside its windows, a layer or two at a time, where a pair
 that pays in every layer need not pay in one. A decoder's layers repeat, so each *class* of
 ops (one offset in the repeating period) can run one pair in every layer. The descent, on a
@@ -13,9 +14,13 @@ slice of a few layers (formulations.lns_tiling):
 - keep the pair when the tiled makespan falls (first improvement), and sweep the classes
   again until a sweep keeps nothing or the deadline passes;
 - last, Elk-Full at the kept pairs; the faster of the two tilings is returned.
-Measured (BENCHMARKS.md, "One pair per op class"): on Llama2-13B b64 KV2048 the tiled plan
-is 0.94% faster than Elk-Full's tiled slice, and `polish` from it reached a plan faster than
-any found before on that configuration.
+Measured (BENCHMARKS.md, "One pair per op class"): inside `certify` (600 s) on Llama2-13B
+b64 KV4096 the descent took the best start from 16,510,874 to 16,137,935 ns in 40 s, and
+`certify` ended at 15,994,320 ns (3.28% above its bound) where without it it ended at
+16,193,323 (4.56%). On three other batch-64 rows the certificates ended within `polish`'s
+run-to-run spread, and at batch 32 the descent kept nothing. Elk-Dyn's verdicts are not
+Elk-Full's: on Llama2-13B b64 KV2048's four-layer slice the descent ends 0.25% above Elk-Full's
+own tiling (the caller keeps the faster plan).
 """
 
 from __future__ import annotations
