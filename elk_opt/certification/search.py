@@ -464,11 +464,11 @@ def _slice_phase(instance: Instance, found: Found, options: SolveOptions, worker
             best = (tiled_ns, sliced, plan)
     if best is not None:
         _, sliced, warm = best
-        if ends - time.perf_counter() >= MIN_PHASE_S:
-            got = _tile_slice(instance, found, worker, layers, sliced, "cpsat",
-                              replace(options, time_limit_s=ends - time.perf_counter(),
-                                      warm_start="elk-full", warm_plan=warm), ends, progress)
-            kept = kept or (got is not None and got[2])
+        # with too little time left `_tile_slice` skips it and marks the search cut
+        got = _tile_slice(instance, found, worker, layers, sliced, "cpsat",
+                          replace(options, time_limit_s=ends - time.perf_counter(),
+                                  warm_start="elk-full", warm_plan=warm), ends, progress)
+        kept = kept or (got is not None and got[2])
         kept = _pairs_per_class(instance, found, options, worker, layers, sliced,
                                 progress) or kept
     return kept
