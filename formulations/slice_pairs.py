@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from elk_opt.bounds.cuts import pair_uses
+from elk_opt.bounds.cuts import with_pairs_costing
 from elk_opt.bounds.fluid_sram import SpacedCost, spaced_cost, spaced_costs
 from elk_opt.evaluate import Schedule, evaluate_plan
 from elk_opt.problem import Instance, Plan
@@ -72,11 +72,7 @@ def narrowed(sliced: Instance, classes: Classes,
     ops = list(sliced.ops)
     for key, cost in forced.items():
         for i in classes[key]:
-            op = ops[i]
-            keep = {(q.id, p.id) for q, p, run, load in pair_uses(op, sliced.chip)
-                    if spaced_cost(q, p, run, load) == cost}
-            ops[i] = dataclasses.replace(
-                op, warmup=tuple(w for w in op.warmup if (w.preload, w.exec) in keep))
+            ops[i] = with_pairs_costing(ops[i], sliced.chip, cost, spaced_cost)
     return dataclasses.replace(sliced, ops=tuple(ops))
 
 

@@ -31,7 +31,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Sequence
 
-from elk_opt.bounds.cuts import PairCost, pair_cost, pair_uses
+from elk_opt.bounds.cuts import PairCost, pair_cost, with_pairs_costing
 from elk_opt.bounds.fluid import fluid_pairs
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, fluid_sram_ops, fluid_sram_pairs, spaced_cost
 from elk_opt.bounds.limits import FLUID_SRAM_MAX_OPS
@@ -51,13 +51,9 @@ def narrowed(instance: Instance, picks: Sequence[PairCost],
              cost_of: Callable[..., PairCost] = pair_cost) -> Instance:
     """`instance` with each op's compatible pairs cut to those whose cost (`cost_of` of a
     `pair_uses` row) is its pick."""
-    ops = []
-    for op, pick in zip(instance.ops, picks, strict=True):
-        keep = {(use[0].id, use[1].id) for use in pair_uses(op, instance.chip)
-                if cost_of(*use) == pick}
-        ops.append(dataclasses.replace(
-            op, warmup=tuple(w for w in op.warmup if (w.preload, w.exec) in keep)))
-    return dataclasses.replace(instance, ops=tuple(ops))
+    return dataclasses.replace(instance, ops=tuple(
+        with_pairs_costing(op, instance.chip, pick, cost_of)
+        for op, pick in zip(instance.ops, picks, strict=True)))
 
 
 def which_lps(instance: Instance, options: SolveOptions) -> tuple[str, ...]:

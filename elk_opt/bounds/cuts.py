@@ -34,7 +34,8 @@ pairs R5 allows, as for the Ideal). Each bound is that minimum, maximised over k
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import dataclasses
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -72,6 +73,15 @@ def pair_cost(q: PreloadPlan, p: ExecPlan, run: PortUse, load: PortUse) -> PairC
     """The costs of running an op with preload layout q and execute layout p (a `pair_uses`
     row), as the timings see them."""
     return PairCost(run.duration_ns, load.duration_ns, run.demand, load.demand)
+
+
+def with_pairs_costing(op: Op, chip: Chip, cost: PairCost,
+                       cost_of: Callable[..., PairCost] = pair_cost) -> Op:
+    """`op` with its compatible pairs cut to those whose cost (`cost_of` of a `pair_uses`
+    row) is `cost`: a guide for a heuristic, which then plans only those."""
+    keep = {(use[0].id, use[1].id) for use in pair_uses(op, chip) if cost_of(*use) == cost}
+    return dataclasses.replace(
+        op, warmup=tuple(w for w in op.warmup if (w.preload, w.exec) in keep))
 
 
 def pair_costs(instance: Instance) -> list[list[PairCost]]:

@@ -333,8 +333,13 @@ def _heuristic_limits(found: Found, method: str) -> tuple[float, float, float]:
     overrun it)."""
     share = HEURISTIC_SHARE if method in FULL else HEURISTIC_SHARE - ELK_FULL_SHARE
     ends = found.started + share * found.time_limit_s - MARGIN_S
-    grace = max(GRACE_S, HEURISTIC_GRACE * found.time_limit_s)
-    return ends - time.perf_counter(), ends, min(ends + grace, found.hard_deadline())
+    return ends - time.perf_counter(), ends, _graced(found, ends)
+
+
+def _graced(found: Found, ends: float) -> float:
+    """When the process of a heuristic phase whose limit `ends` is ended: HEURISTIC_GRACE of
+    the budget (at least GRACE_S) later, and never past the search's own deadline."""
+    return min(ends + max(GRACE_S, HEURISTIC_GRACE * found.time_limit_s), found.hard_deadline())
 
 
 def _heuristics(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
@@ -491,9 +496,7 @@ def _pairs_per_class(instance: Instance, found: Found, options: SolveOptions, wo
     task = Task("slice pairs", instance, {"layers": layers, "sliced": sliced,
                                           "options": options, "deadline": started + limit})
     try:
-        descent = _call(found, worker, task,
-                        min(started + limit + max(GRACE_S, HEURISTIC_GRACE * found.time_limit_s),
-                            found.hard_deadline()))
+        descent = _call(found, worker, task, _graced(found, started + limit))
     except TimedOut:
         _record(found, "slice, pairs per class", started,
                 "ended at the deadline: it overran its limit")
@@ -534,8 +537,7 @@ def _tile_slice(instance: Instance, found: Found, worker: Worker, layers: Layers
                          f"to {options.time_limit_s:.0f} s", progress)
         plan = _call(found, worker, Task("solve", sliced, {"method": method,
                                                            "options": options}),
-                     min(ends + max(GRACE_S, HEURISTIC_GRACE * found.time_limit_s),
-                         found.hard_deadline()))
+                     _graced(found, ends))
     except TimedOut:
         _record(found, f"slice, {method}", started,
                 "ended at the deadline: it overran its limit")
