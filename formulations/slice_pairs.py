@@ -14,6 +14,16 @@ slice of a few layers (formulations.lns_tiling):
 - keep the pair when the tiled makespan falls (first improvement), and sweep the classes
   again until a sweep keeps nothing or the deadline passes;
 - last, Elk-Full at the kept pairs; the faster of the two tilings is returned.
+Given a whole plan (`pairs_of`: the pair each class runs in its middle period, or the
+undominated pair no worse in any number), the descent starts from those pairs instead of none,
+and Elk-Full plans the slice at them first. Elk-Dyn's verdicts are not Elk-Full's, and the
+start at Elk-Full is often the best plan of the run. Four-layer slices, starting from
+`elk-full-lp`'s whole plan (one run each; BENCHMARKS.md, "The descent from the best plan's
+pairs"): Llama2-13B b64 KV2048 10,491,413 ns (that start; the descent from no pairs ended at
+10,635,108), OPT-30B b64 KV2048 18,190,759 (the descent from it; from no pairs 18,529,804,
+and `elk-full-lp` itself 18,253,533), OPT-30B b32 KV4096 15,509,567 (the start; the whole
+`elk-full-lp` plan 15,524,424), Llama2-13B b64 KV4096 16,002,474 (16,017,308), Gemma2-27B b64
+KV2048 13,206,098 (the same).
 Measured (BENCHMARKS.md, "One pair per op class"): inside `certify` (600 s) on Llama2-13B
 b64 KV4096 the descent took the best start from 16,510,874 to 16,137,935 ns in 40 s, and
 `certify` ended at 15,994,320 ns (3.28% above its bound) where without it it ended at
@@ -30,7 +40,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from elk_opt.bounds.cuts import with_pairs_costing
+from elk_opt.bounds.cuts import pair_uses, with_pairs_costing
 from elk_opt.bounds.fluid_sram import SpacedCost, spaced_cost, spaced_costs
 from elk_opt.evaluate import Schedule, evaluate_plan
 from elk_opt.problem import Instance, Plan
@@ -66,6 +76,31 @@ def op_classes(layers: Layers, count: int) -> Classes:
     return classes
 
 
+def pairs_of(plan: Plan, layers: Layers, sliced: Instance,
+             classes: Classes) -> dict[tuple[int, int], SpacedCost]:
+    """Per class, the pair `plan` (of the whole instance `layers` come from) runs in its
+    middle period, as one of the slice's undominated costs: that pair's, or else the first
+    no worse in every number (narrowing to it can only help the plan)."""
+    costs = spaced_costs(sliced)
+    middle = len(layers.runs) // 2
+    middle -= middle % layers.period
+    start: dict[tuple[int, int], SpacedCost] = {}
+    for (phase, offset), members in classes.items():
+        j = layers.runs[middle + phase][0] + offset
+        op, choice = plan.instance.ops[j], plan.choice[j]
+        own = next(spaced_cost(*u) for u in pair_uses(op, plan.instance.chip)
+                   if (u[0].id, u[1].id) == (choice.preload, choice.exec))
+        kept = [c for c in costs[members[0]]
+                if all(a <= b for a, b in zip(_numbers(c), _numbers(own), strict=True))]
+        if kept:
+            start[phase, offset] = own if own in kept else kept[0]
+    return start
+
+
+def _numbers(c: SpacedCost) -> tuple[int, ...]:
+    return (c.run, c.load, c.exec_demand, c.load_demand, c.load_space, c.held_space)
+
+
 def narrowed(sliced: Instance, classes: Classes,
              forced: dict[tuple[int, int], SpacedCost]) -> Instance:
     """`sliced` with every op of a forced class cut to the pairs of its forced cost."""
@@ -77,9 +112,10 @@ def narrowed(sliced: Instance, classes: Classes,
 
 
 def descend(instance: Instance, layers: Layers, sliced: Instance, options: SolveOptions,
-            solve: Solver, deadline: float | None = None) -> Descent:
+            solve: Solver, deadline: float | None = None, start: Plan | None = None) -> Descent:
     """The descent of the module docstring on `sliced` (a slice of `instance`), stopped at
-    `deadline` (a time.perf_counter() reading; None: none) between trials."""
+    `deadline` (a time.perf_counter() reading; None: none) between trials; from the pairs
+    of `start`, a plan of `instance`, if given."""
     classes = op_classes(layers, slice_count(instance, layers, sliced))
     costs = spaced_costs(sliced)
     trials = 0
@@ -106,8 +142,15 @@ def descend(instance: Instance, layers: Layers, sliced: Instance, options: Solve
                b: tuple[Plan, Plan, Schedule] | None) -> bool:
         return a is not None and (b is None or move_key(a[2]) < move_key(b[2]))
 
-    forced: dict[tuple[int, int], SpacedCost] = {}
-    best = tiled(forced, TRIAL)
+    # `current`, Elk-Dyn's tiling at the pairs kept, is what a trial must beat (one judge
+    # throughout); `best`, the fastest tiling of any, is what the descent returns
+    forced = {} if start is None else pairs_of(start, layers, sliced, classes)
+    current = best = tiled(forced, TRIAL)
+    if forced and left() != 0.0:
+        got = tiled(forced, FINAL)
+        if faster(got, best):
+            best = got
+    first = dict(forced)
     sweeps, complete = 0, False
     while left() != 0.0:
         sweeps += 1
@@ -120,12 +163,14 @@ def descend(instance: Instance, layers: Layers, sliced: Instance, options: Solve
                     continue
                 trial = {**forced, key: cost}
                 got = tiled(trial, TRIAL)
-                if faster(got, best):
-                    best, forced, kept = got, trial, True
+                if faster(got, current):
+                    current, forced, kept = got, trial, True
+                    if faster(got, best):
+                        best = got
         if not kept:
             complete = left() != 0.0
             break
-    if left() != 0.0:
+    if left() != 0.0 and (start is None or forced != first):
         got = tiled(forced, FINAL)
         if faster(got, best):
             best = got

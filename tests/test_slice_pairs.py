@@ -15,7 +15,7 @@ from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
 from formulations.lns_tiling import best_tiling, slice_instance, slice_layers, structure
-from formulations.slice_pairs import TRIAL, descend, narrowed, op_classes
+from formulations.slice_pairs import FINAL, TRIAL, descend, narrowed, op_classes, pairs_of
 from verify import check
 
 TIMINGS = ("separate-noc", "shared-noc")
@@ -85,3 +85,46 @@ def test_the_descent_without_a_deadline_is_deterministic():
     assert runs[0].best is not None and runs[1].best is not None
     assert runs[0].best[1].choice == runs[1].best[1].choice
     assert runs[0].best[1].program == runs[1].best[1].program
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(4, 6), st.integers(0, 10_000), st.sampled_from(TIMINGS))
+def test_a_start_gives_each_class_its_middle_pair_or_one_no_worse(layer_count, seed, timing):
+    instance, layers, sliced = _decoder(layer_count, seed, plans=3)
+    whole = solve(instance, FINAL, SolveOptions(timing=timing))
+    classes = op_classes(layers, 3)
+    start = pairs_of(whole, layers, sliced, classes)
+    costs = spaced_costs(sliced)
+    middle = len(layers.runs) // 2
+    assert set(start) == set(classes)  # an undominated cost no worse always exists
+    for (phase, offset), cost in start.items():
+        assert cost in costs[classes[phase, offset][0]]
+        j = layers.runs[middle - middle % layers.period + phase][0] + offset
+        choice = whole.choice[j]
+        own = next(spaced_cost(*u) for u in pair_uses(instance.ops[j], instance.chip)
+                   if (u[0].id, u[1].id) == (choice.preload, choice.exec))
+        numbers = ("run", "load", "exec_demand", "load_demand", "load_space", "held_space")
+        assert all(getattr(cost, k) <= getattr(own, k) for k in numbers)
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.integers(4, 6), st.integers(0, 10_000), st.sampled_from(TIMINGS))
+def test_the_descent_from_a_plan_is_no_slower_than_elk_full_at_its_pairs(layer_count, seed,
+                                                                       timing):
+    instance, layers, sliced = _decoder(layer_count, seed, plans=3)
+    options = SolveOptions(timing=timing)
+    whole = solve(instance, FINAL, options)
+    descent = descend(instance, layers, sliced, options, solve, start=whole)
+    classes = op_classes(layers, 3)
+    at_start = solve(narrowed(sliced, classes, pairs_of(whole, layers, sliced, classes)),
+                     FINAL, options)
+    tiled_start = best_tiling(instance, layers, at_start, evaluate_plan(at_start))
+    assert descent.complete
+    if tiled_start is None:
+        return
+    assert descent.best is not None
+    sliced_plan, tiled, schedule = descent.best
+    assert schedule.makespan_ns <= tiled_start[1].makespan_ns
+    assert evaluate_plan(tiled) == schedule
+    report = check(plan_to_dict(tiled))
+    assert all(v.rule == "R6" for v in report.violations), report.violations

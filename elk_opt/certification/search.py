@@ -38,7 +38,8 @@ runs the solver phases in a process of their own):
    on slices of their first SLICE_SIZES layers, then CP-SAT from the Elk-Full plan that tiled
    best (SLICE_SHARE of what is left for all of it), each plan tiled onto the whole instance
    (formulations.lns_tiling), then on that slice one pair per op class, chosen by a descent
-   judged on the whole instance (formulations.slice_pairs, PAIRS_SHARE of what is left);
+   from the best plan's pairs, judged on the whole instance (formulations.slice_pairs,
+   PAIRS_SHARE of what is left);
    the LNS `polish` from the best plan with POLISH_SHARE of the
    rest (what it does not use goes to the next round); each only from a plan it has not
    started from before (from the same start with less time it would find nothing new). A
@@ -481,8 +482,9 @@ def _slice_phase(instance: Instance, found: Found, options: SolveOptions, worker
 
 def _pairs_per_class(instance: Instance, found: Found, options: SolveOptions, worker: Worker,
                      layers: Layers, sliced: Instance, progress: bool) -> bool:
-    """One pair per op class on `sliced`, tiled (formulations.slice_pairs), within
-    PAIRS_SHARE of what is left; whether its plan is the best so far."""
+    """One pair per op class on `sliced`, tiled (formulations.slice_pairs), from the pairs of
+    the best plan so far, within PAIRS_SHARE of what is left; whether its plan is the best
+    so far."""
     from formulations.lns_tiling import slice_count, tiled_plan
 
     limit = PAIRS_SHARE * found.left() - MARGIN_S
@@ -494,7 +496,8 @@ def _pairs_per_class(instance: Instance, found: Found, options: SolveOptions, wo
     _starting(found, f"one pair per op class on a slice of {count} layers, up to {limit:.0f} s",
               progress)
     task = Task("slice pairs", instance, {"layers": layers, "sliced": sliced,
-                                          "options": options, "deadline": started + limit})
+                                          "options": options, "deadline": started + limit,
+                                          "start": found.best})
     try:
         descent = _call(found, worker, task, _graced(found, started + limit))
     except TimedOut:
