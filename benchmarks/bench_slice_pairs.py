@@ -3,12 +3,14 @@ each tiled onto the whole model, on Figure 17 configurations (shared-noc, bsp oc
 
 Per configuration: Elk-Full on a slice of `--layers` layers, tiled (what `certify`'s slice
 phase offers), then the descent on the same slice with no deadline, tiled; the tiled
-makespans, the descent's trials, sweeps and wall time. With `-o DIR` the descent's tiled plan
+makespans, the descent's trials, sweeps and wall time. With `--start METHOD` the descent
+starts from the pairs of METHOD's plan of the whole model (as `certify` starts it from its
+best plan so far), whose makespan is listed too. With `-o DIR` the descent's tiled plan
 is written there (DIR/KEY.plan.json.gz), a start for `elk-opt solve --method polish
 --warm-start` or `elk-opt certify`.
 
     python benchmarks/bench_slice_pairs.py [--models llama2-13b,...] [--batches 64]
-        [--kv 2048,4096] [--cost-model elk-paper] [--layers 4] [-o DIR]
+        [--kv 2048,4096] [--cost-model elk-paper] [--layers 4] [--start elk-full-lp] [-o DIR]
 """
 
 from __future__ import annotations
@@ -35,12 +37,13 @@ def main() -> None:
     p.add_argument("--kv", default="2048,4096")
     p.add_argument("--cost-model", default="elk-paper")
     p.add_argument("--layers", type=int, default=4)
+    p.add_argument("--start", help="a method whose whole plan's pairs the descent starts from")
     p.add_argument("-o", "--output", type=Path)
     args = p.parse_args()
     options = SolveOptions(timing="shared-noc", threads=1)
-    print("| configuration | slice | Elk-Full, tiled (ns) | one pair per class, tiled (ns) | "
-          "change | classes given a pair | trials | sweeps | s |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| configuration | slice | Elk-Full, tiled (ns) | start (ns) | one pair per class, "
+          "tiled (ns) | change | classes given a pair | trials | sweeps | s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for model in args.models.split(","):
         for batch in map(int, args.batches.split(",")):
             for kv in map(int, args.kv.split(",")):
@@ -52,16 +55,19 @@ def main() -> None:
                 sliced = slice_instance(instance, layers, count)
                 plan = solve(sliced, "elk-full", options)
                 start = best_tiling(instance, layers, plan, evaluate_plan(plan))
+                whole = None if args.start is None else solve(instance, args.start, options)
                 started = time.perf_counter()
-                descent = descend(instance, layers, sliced, options, solve)
+                descent = descend(instance, layers, sliced, options, solve, start=whole)
                 wall = time.perf_counter() - started
                 assert descent.best is not None
                 sliced_plan, tiled, schedule = descent.best
                 before = start[1].makespan_ns if start is not None else None
                 change = ("" if before is None
                           else f"{100 * (schedule.makespan_ns / before - 1):+.2f}%")
+                assert whole is None or whole.claims is not None
                 print(f"| {model} b{batch} KV{kv} | {count} | "
                       f"{'none obeys R5' if before is None else f'{before:,}'} | "
+                      f"{'-' if whole is None else f'{whole.claims.makespan_ns:,}'} | "
                       f"{schedule.makespan_ns:,} | {change} | {len(descent.forced)} | "
                       f"{descent.trials} | {descent.sweeps} | {wall:.0f} |", flush=True)
                 if args.output is not None:

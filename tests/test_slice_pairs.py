@@ -9,13 +9,22 @@ from hypothesis import strategies as st
 
 from elk_opt.bounds.cuts import pair_uses
 from elk_opt.bounds.fluid_sram import spaced_cost, spaced_costs
-from elk_opt.evaluate import evaluate_plan
+from elk_opt.evaluate import Schedule, evaluate_plan
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
+from elk_opt.problem import Plan
 from elk_opt.solution import SolveOptions
 from formulations.lns_tiling import best_tiling, slice_instance, slice_layers, structure
-from formulations.slice_pairs import FINAL, TRIAL, descend, narrowed, op_classes, pairs_of
+from formulations.slice_pairs import (
+    FINAL,
+    TRIAL,
+    Descent,
+    descend,
+    narrowed,
+    op_classes,
+    pairs_of,
+)
 from verify import check
 
 TIMINGS = ("separate-noc", "shared-noc")
@@ -28,6 +37,22 @@ def _decoder(layer_count: int, seed: int, plans: int = 2):
     return instance, layers, slice_instance(instance, layers, slice_layers(layers, 3))
 
 
+def _checked(descent: Descent, than: tuple[Plan, Schedule] | None
+             ) -> tuple[Plan, Plan, Schedule] | None:
+    """The descent's best, checked against `than` (a tiling, or None when none obeyed R5):
+    complete, no slower, timed as it says, and a valid plan but for its claims (R6)."""
+    assert descent.complete
+    if than is None:
+        return None
+    assert descent.best is not None
+    _sliced_plan, tiled, schedule = descent.best
+    assert schedule.makespan_ns <= than[1].makespan_ns
+    assert evaluate_plan(tiled) == schedule
+    report = check(plan_to_dict(tiled))
+    assert all(v.rule == "R6" for v in report.violations), report.violations
+    return descent.best
+
+
 @settings(max_examples=4, deadline=None)
 @given(st.integers(4, 6), st.integers(0, 10_000), st.sampled_from(TIMINGS))
 def test_the_descent_tiles_a_valid_plan_no_slower_than_its_start(layer_count, seed, timing):
@@ -35,16 +60,10 @@ def test_the_descent_tiles_a_valid_plan_no_slower_than_its_start(layer_count, se
     options = SolveOptions(timing=timing)
     descent = descend(instance, layers, sliced, options, solve)
     start = solve(sliced, TRIAL, options)
-    unforced = best_tiling(instance, layers, start, evaluate_plan(start))
-    assert descent.complete
-    if unforced is None:
+    best = _checked(descent, best_tiling(instance, layers, start, evaluate_plan(start)))
+    if best is None:
         return
-    assert descent.best is not None
-    sliced_plan, tiled, schedule = descent.best
-    assert schedule.makespan_ns <= unforced[1].makespan_ns
-    assert evaluate_plan(tiled) == schedule
-    report = check(plan_to_dict(tiled))
-    assert all(v.rule == "R6" for v in report.violations), report.violations
+    sliced_plan = best[0]
     assert check(plan_to_dict(sliced_plan)).violations == ()  # a plan of the slice, pairs open
     classes = op_classes(layers, 3)
     assert sorted(len(ops) for ops in classes.values()) == [3] * 12
@@ -118,13 +137,4 @@ def test_the_descent_from_a_plan_is_no_slower_than_elk_full_at_its_pairs(layer_c
     classes = op_classes(layers, 3)
     at_start = solve(narrowed(sliced, classes, pairs_of(whole, layers, sliced, classes)),
                      FINAL, options)
-    tiled_start = best_tiling(instance, layers, at_start, evaluate_plan(at_start))
-    assert descent.complete
-    if tiled_start is None:
-        return
-    assert descent.best is not None
-    sliced_plan, tiled, schedule = descent.best
-    assert schedule.makespan_ns <= tiled_start[1].makespan_ns
-    assert evaluate_plan(tiled) == schedule
-    report = check(plan_to_dict(tiled))
-    assert all(v.rule == "R6" for v in report.violations), report.violations
+    _checked(descent, best_tiling(instance, layers, at_start, evaluate_plan(at_start)))
