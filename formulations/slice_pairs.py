@@ -57,7 +57,8 @@ FINAL = "elk-full"  # the one that plans the slice at the pairs kept
 @dataclass(frozen=True)
 class Descent:
     """The fastest tiling found: the slice's plan, the whole plan and its schedule (None if
-    no tiling obeyed R5); the pairs kept per class, and what the descent did."""
+    no tiling obeyed R5); the pair per class that plan was planned at, and what the descent
+    did."""
 
     best: tuple[Plan, Plan, Schedule] | None
     forced: dict[tuple[int, int], SpacedCost]
@@ -143,14 +144,20 @@ def descend(instance: Instance, layers: Layers, sliced: Instance, options: Solve
         return a is not None and (b is None or move_key(a[2]) < move_key(b[2]))
 
     # `current`, Elk-Dyn's tiling at the pairs kept, is what a trial must beat (one judge
-    # throughout); `best`, the fastest tiling of any, is what the descent returns
+    # throughout); `best`, the fastest tiling of any, is what the descent returns, with the
+    # pairs it was planned at
     forced = {} if start is None else pairs_of(start, layers, sliced, classes)
     current = best = tiled(forced, TRIAL)
-    if forced and left() != 0.0:
-        got = tiled(forced, FINAL)
+    best_pairs = first = dict(forced)
+
+    def offer(got: tuple[Plan, Plan, Schedule] | None,
+              pairs: dict[tuple[int, int], SpacedCost]) -> None:
+        nonlocal best, best_pairs
         if faster(got, best):
-            best = got
-    first = dict(forced)
+            best, best_pairs = got, pairs
+
+    if forced and left() != 0.0:
+        offer(tiled(forced, FINAL), forced)
     sweeps, complete = 0, False
     while left() != 0.0:
         sweeps += 1
@@ -165,13 +172,10 @@ def descend(instance: Instance, layers: Layers, sliced: Instance, options: Solve
                 got = tiled(trial, TRIAL)
                 if faster(got, current):
                     current, forced, kept = got, trial, True
-                    if faster(got, best):
-                        best = got
+                    offer(got, trial)
         if not kept:
             complete = left() != 0.0
             break
     if left() != 0.0 and (start is None or forced != first):
-        got = tiled(forced, FINAL)
-        if faster(got, best):
-            best = got
-    return Descent(best, forced, trials, sweeps, complete)
+        offer(tiled(forced, FINAL), forced)
+    return Descent(best, best_pairs, trials, sweeps, complete)

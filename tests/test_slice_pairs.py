@@ -13,12 +13,13 @@ from elk_opt.evaluate import Schedule, evaluate_plan
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
-from elk_opt.problem import Plan
+from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from formulations.lns_tiling import best_tiling, slice_instance, slice_layers, structure
 from formulations.slice_pairs import (
     FINAL,
     TRIAL,
+    Classes,
     Descent,
     descend,
     narrowed,
@@ -37,20 +38,27 @@ def _decoder(layer_count: int, seed: int, plans: int = 2):
     return instance, layers, slice_instance(instance, layers, slice_layers(layers, 3))
 
 
-def _checked(descent: Descent, than: tuple[Plan, Schedule] | None
-             ) -> tuple[Plan, Plan, Schedule] | None:
+def _checked(descent: Descent, than: tuple[Plan, Schedule] | None, sliced: Instance,
+             classes: Classes) -> None:
     """The descent's best, checked against `than` (a tiling, or None when none obeyed R5):
-    complete, no slower, timed as it says, and a valid plan but for its claims (R6)."""
+    complete, no slower, timed as it says, a valid plan but for its claims (R6), its slice
+    plan valid, and every class given a pair running it in every layer of the slice."""
     assert descent.complete
     if than is None:
-        return None
+        return
     assert descent.best is not None
-    _sliced_plan, tiled, schedule = descent.best
+    sliced_plan, tiled, schedule = descent.best
     assert schedule.makespan_ns <= than[1].makespan_ns
     assert evaluate_plan(tiled) == schedule
     report = check(plan_to_dict(tiled))
     assert all(v.rule == "R6" for v in report.violations), report.violations
-    return descent.best
+    assert check(plan_to_dict(sliced_plan)).violations == ()  # a plan of the slice, pairs open
+    for key, cost in descent.forced.items():
+        for i in classes[key]:
+            op, choice = sliced.ops[i], sliced_plan.choice[i]
+            uses = [u for u in pair_uses(op, sliced.chip)
+                    if (u[0].id, u[1].id) == (choice.preload, choice.exec)]
+            assert [spaced_cost(*u) for u in uses] == [cost]
 
 
 @settings(max_examples=4, deadline=None)
@@ -60,19 +68,10 @@ def test_the_descent_tiles_a_valid_plan_no_slower_than_its_start(layer_count, se
     options = SolveOptions(timing=timing)
     descent = descend(instance, layers, sliced, options, solve)
     start = solve(sliced, TRIAL, options)
-    best = _checked(descent, best_tiling(instance, layers, start, evaluate_plan(start)))
-    if best is None:
-        return
-    sliced_plan = best[0]
-    assert check(plan_to_dict(sliced_plan)).violations == ()  # a plan of the slice, pairs open
     classes = op_classes(layers, 3)
     assert sorted(len(ops) for ops in classes.values()) == [3] * 12
-    for key, cost in descent.forced.items():  # each class kept runs its pair in every layer
-        for i in classes[key]:
-            op, choice = sliced.ops[i], sliced_plan.choice[i]
-            uses = [u for u in pair_uses(op, sliced.chip)
-                    if (u[0].id, u[1].id) == (choice.preload, choice.exec)]
-            assert [spaced_cost(*u) for u in uses] == [cost]
+    _checked(descent, best_tiling(instance, layers, start, evaluate_plan(start)), sliced,
+             classes)
 
 
 def test_narrowing_keeps_only_the_forced_pairs_of_the_forced_class():
@@ -137,4 +136,5 @@ def test_the_descent_from_a_plan_is_no_slower_than_elk_full_at_its_pairs(layer_c
     classes = op_classes(layers, 3)
     at_start = solve(narrowed(sliced, classes, pairs_of(whole, layers, sliced, classes)),
                      FINAL, options)
-    _checked(descent, best_tiling(instance, layers, at_start, evaluate_plan(at_start)))
+    _checked(descent, best_tiling(instance, layers, at_start, evaluate_plan(at_start)), sliced,
+             classes)
