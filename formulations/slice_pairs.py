@@ -14,10 +14,10 @@ slice of a few layers (formulations.lns_tiling):
 - keep the pair when the tiled makespan falls (first improvement), and sweep the classes
   again until a sweep keeps nothing or the deadline passes;
 - last, Elk-Full at the kept pairs; the faster of the two tilings is returned.
-Given a whole plan (`pairs_of`: the pair each class runs in its middle period, or the
+Given a whole plan (`start_pairs`: the pair each class runs in its middle period, or the
 undominated pair no worse in any number), the descent starts from those pairs instead of none,
-and Elk-Full plans the slice at them first. Elk-Dyn's verdicts are not Elk-Full's, and the
-start at Elk-Full is often the best plan of the run. Four-layer slices, starting from
+and Elk-Full plans the slice at them first: the start at Elk-Full is often the best plan of
+the run. Four-layer slices, starting from
 `elk-full-lp`'s whole plan (one run each; BENCHMARKS.md, "The descent from the best plan's
 pairs"): Llama2-13B b64 KV2048 10,491,413 ns (that start; the descent from no pairs ended at
 10,635,108), OPT-30B b64 KV2048 18,190,759 (the descent from it; from no pairs 18,529,804,
@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from elk_opt.bounds.cuts import pair_uses, with_pairs_costing
-from elk_opt.bounds.fluid_sram import SpacedCost, spaced_cost, spaced_costs
+from elk_opt.bounds.fluid_sram import SpacedCost, cost_numbers, spaced_cost, spaced_costs
 from elk_opt.evaluate import Schedule, evaluate_plan
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
@@ -77,12 +77,12 @@ def op_classes(layers: Layers, count: int) -> Classes:
     return classes
 
 
-def pairs_of(plan: Plan, layers: Layers, sliced: Instance,
+def start_pairs(plan: Plan, layers: Layers, costs: list[list[SpacedCost]],
              classes: Classes) -> dict[tuple[int, int], SpacedCost]:
     """Per class, the pair `plan` (of the whole instance `layers` come from) runs in its
-    middle period, as one of the slice's undominated costs: that pair's, or else the first
-    no worse in every number (narrowing to it can only help the plan)."""
-    costs = spaced_costs(sliced)
+    middle period, as one of the slice's undominated costs (`costs`, `spaced_costs` of the
+    slice): that pair's, or else the first no worse in every number (narrowing to it can only
+    help the plan)."""
     middle = len(layers.runs) // 2
     middle -= middle % layers.period
     start: dict[tuple[int, int], SpacedCost] = {}
@@ -91,15 +91,11 @@ def pairs_of(plan: Plan, layers: Layers, sliced: Instance,
         op, choice = plan.instance.ops[j], plan.choice[j]
         own = next(spaced_cost(*u) for u in pair_uses(op, plan.instance.chip)
                    if (u[0].id, u[1].id) == (choice.preload, choice.exec))
-        kept = [c for c in costs[members[0]]
-                if all(a <= b for a, b in zip(_numbers(c), _numbers(own), strict=True))]
+        kept = [c for c in costs[members[0]] if all(
+            a <= b for a, b in zip(cost_numbers(c), cost_numbers(own), strict=True))]
         if kept:
             start[phase, offset] = own if own in kept else kept[0]
     return start
-
-
-def _numbers(c: SpacedCost) -> tuple[int, ...]:
-    return (c.run, c.load, c.exec_demand, c.load_demand, c.load_space, c.held_space)
 
 
 def narrowed(sliced: Instance, classes: Classes,
@@ -146,7 +142,7 @@ def descend(instance: Instance, layers: Layers, sliced: Instance, options: Solve
     # `current`, Elk-Dyn's tiling at the pairs kept, is what a trial must beat (one judge
     # throughout); `best`, the fastest tiling of any, is what the descent returns, with the
     # pairs it was planned at
-    forced = {} if start is None else pairs_of(start, layers, sliced, classes)
+    forced = {} if start is None else start_pairs(start, layers, costs, classes)
     current = best = tiled(forced, TRIAL)
     best_pairs = first = dict(forced)
 

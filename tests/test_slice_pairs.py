@@ -24,7 +24,7 @@ from formulations.slice_pairs import (
     descend,
     narrowed,
     op_classes,
-    pairs_of,
+    start_pairs,
 )
 from verify import check
 
@@ -111,8 +111,8 @@ def test_a_start_gives_each_class_its_middle_pair_or_one_no_worse(layer_count, s
     instance, layers, sliced = _decoder(layer_count, seed, plans=3)
     whole = solve(instance, FINAL, SolveOptions(timing=timing))
     classes = op_classes(layers, 3)
-    start = pairs_of(whole, layers, sliced, classes)
     costs = spaced_costs(sliced)
+    start = start_pairs(whole, layers, costs, classes)
     middle = len(layers.runs) // 2
     assert set(start) == set(classes)  # an undominated cost no worse always exists
     for (phase, offset), cost in start.items():
@@ -134,7 +134,7 @@ def test_the_descent_from_a_plan_is_no_slower_than_elk_full_at_its_pairs(layer_c
     whole = solve(instance, FINAL, options)
     descent = descend(instance, layers, sliced, options, solve, start=whole)
     classes = op_classes(layers, 3)
-    at_start = solve(narrowed(sliced, classes, pairs_of(whole, layers, sliced, classes)),
-                     FINAL, options)
+    forced = start_pairs(whole, layers, spaced_costs(sliced), classes)
+    at_start = solve(narrowed(sliced, classes, forced), FINAL, options)
     _checked(descent, best_tiling(instance, layers, at_start, evaluate_plan(at_start)), sliced,
              classes)

@@ -82,16 +82,18 @@ def spaced_costs(instance: Instance) -> list[list[SpacedCost]]:
     out = []
     for op in instance.ops:
         costs = {spaced_cost(*use) for use in pair_uses(op, instance.chip)}
-        out.append(_undominated(sorted(costs, key=_numbers)))
+        out.append(_undominated(sorted(costs, key=cost_numbers)))
     return out
 
 
-def _numbers(c: SpacedCost) -> tuple[int, ...]:
+def cost_numbers(c: SpacedCost) -> tuple[int, ...]:
+    """Every number of a pair the LP uses, each the smaller the better: one pair no worse
+    than another in each of them is at least as good for the LP and for a plan."""
     return (c.run, c.load, c.exec_demand, c.load_demand, c.load_space, c.held_space)
 
 
 def _undominated(costs: list[SpacedCost]) -> list[SpacedCost]:
-    keys = [_numbers(c) for c in costs]
+    keys = [cost_numbers(c) for c in costs]
     return [c for c, k in zip(costs, keys, strict=True)
             if not any(o != k and all(x <= y for x, y in zip(o, k, strict=True))
                        for o in keys)]
