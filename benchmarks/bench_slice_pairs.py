@@ -23,7 +23,7 @@ from elk_opt.evaluate import evaluate_plan
 from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.frontend.zoo import model_instance
 from elk_opt.io import save_plan
-from elk_opt.methods import solve
+from elk_opt.methods import METHODS, solve
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.paper import MODELS
 from formulations.lns_tiling import best_tiling, slice_instance, slice_layers, structure, tiled_plan
@@ -37,7 +37,8 @@ def main() -> None:
     p.add_argument("--kv", default="2048,4096")
     p.add_argument("--cost-model", default="elk-paper")
     p.add_argument("--layers", type=int, default=4)
-    p.add_argument("--start", help="a method whose whole plan's pairs the descent starts from")
+    p.add_argument("--start", choices=sorted(METHODS),
+                   help="a method whose whole plan's pairs the descent starts from")
     p.add_argument("-o", "--output", type=Path)
     args = p.parse_args()
     options = SolveOptions(timing="shared-noc", threads=1)
