@@ -277,6 +277,7 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
           fluid_contiguous_max_ops: int = limits.FLUID_CONTIGUOUS_MAX_OPS,
           window: int = limits.WINDOW_OPS, window_time_s: float = limits.WINDOW_TIME_S,
           layers: int = limits.LAYERS, layers_time_s: float = limits.LAYERS_TIME_S,
+          layers_mip_time_s: float = limits.LAYERS_MIP_TIME_S,
           lp_max_ops: int = limits.LP_MAX_OPS, lp_time_s: float = limits.LP_TIME_S,
           threads: int = 2, progress: bool = False,
           exec_order: ExecOrder = "instance") -> dict[str, Any]:
@@ -291,9 +292,10 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     execute start (up to `fluid_contiguous_max_ops` ops, the same time), the LP relaxation
     (up to `lp_max_ops` ops, `lp_time_s`), the window bound (`window` ops per window, 0 to
     skip; `window_time_s` of CP-SAT each) and the layer windows under `timing` (`layers`
-    decoder layers each, 0 to skip; `layers_time_s` of CP-SAT per distinct window); each row
-    says for which timings and execution orders it holds. `progress`: say on stderr which
-    bound runs, and each window's.
+    decoder layers each, 0 to skip; `layers_time_s` of CP-SAT per distinct window, then
+    `layers_mip_time_s` of the fluid MIP with loads run whole on each CP-SAT did not prove);
+    each row says for which timings and execution orders it holds. `progress`: say on stderr
+    which bound runs, and each window's.
     `exec_order="free"`: only the bounds that hold for every execution order (R2).
     """
     from elk_opt.bounds.run_all import lower_bounds
@@ -303,6 +305,7 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                         fluid_milp_max_ops=fluid_milp_max_ops,
                         fluid_contiguous_max_ops=fluid_contiguous_max_ops, window=window,
                         window_time_s=window_time_s, layers=layers, layers_time_s=layers_time_s,
+                        layers_mip_time_s=layers_mip_time_s,
                         lp_max_ops=lp_max_ops, lp_time_s=lp_time_s, threads=threads,
                         progress=progress, exec_order=exec_order)
 

@@ -10,9 +10,10 @@ from unittest import mock
 import numpy as np
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from ortools.sat.python import cp_model
 
 from elk_opt.api import build_instance
-from elk_opt.bounds import fluid_sram
+from elk_opt.bounds import fluid_sram, layers
 from elk_opt.bounds.cheap import best_cheap_bound, cheap_bounds
 from elk_opt.bounds.fluid import fluid_bound, representatives
 from elk_opt.bounds.fluid_layers import fluid_layers_bound
@@ -21,6 +22,7 @@ from elk_opt.bounds.fluid_sram import fluid_sram_bound
 from elk_opt.bounds.ideal import allowed_pairs, ideal_bound, least_tail
 from elk_opt.bounds.layers import layer_bound, layer_windows
 from elk_opt.bounds.run_all import lower_bounds, recompute
+from elk_opt.bounds.window import window_instance
 from elk_opt.cli import main
 from elk_opt.evaluate import evaluate, fits_memory
 from elk_opt.frontend.synthetic import synthetic_instance
@@ -28,6 +30,8 @@ from elk_opt.io import load_instance
 from elk_opt.methods import heuristics, solve
 from elk_opt.problem import TIMINGS, Instance
 from elk_opt.solution import SolveOptions
+from formulations.common import Restrictions
+from formulations.cpsat import build
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from tests.strategies import port_chains, random_instances, random_plans, synthetic_instances
 from tests.tiny import only_choice, parse, port_instance, tiny_instance
@@ -110,7 +114,22 @@ def all_bounds(instance: Instance, timing: str, cpsat: bool = False) -> dict[str
             out[f"layers, width {width}"] = windows.bound_ns
             out[f"fluid-layers, width {width}"] = fluid_layers_bound(
                 instance, timing, windows=windows).bound_ns
+            with starved_cpsat():  # the windows the fluid MIP bounds
+                out[f"layers, width {width}, MIP"] = layer_bound(
+                    instance, timing, time_limit_s=1.0, max_width=width).bound_ns
     return out
+
+
+def starved_cpsat():
+    """The layer windows' CP-SAT stopped at once, so that each window's fluid MIP counts."""
+    real = layers.solver_for_bound
+
+    def starved(time_limit_s, threads, deterministic=False):
+        solver = real(time_limit_s, threads, deterministic)
+        solver.parameters.max_deterministic_time = 0.0
+        solver.parameters.max_time_in_seconds = 0.0
+        return solver
+    return mock.patch.object(layers, "solver_for_bound", starved)
 
 
 def assert_below(instance: Instance, choice, program, release=None) -> None:
@@ -274,6 +293,51 @@ def test_one_load_running_stays_between_the_fluid_mip_and_the_exhaustive_optimum
     assert raised.complete
     assert raised.bound_ns >= fluid_milp_bound(instance, "shared-noc").bound_ns - 1
     assert raised.bound_ns <= enumerate_shared_optimum(instance).makespan_ns
+
+
+@settings(max_examples=60)
+@given(st.data(), random_instances(max_ops=6, noc=True))
+def test_the_fluid_mip_from_the_first_start_is_below_every_plans_span(data, instance):
+    choice, program = data.draw(random_plans(instance))
+    release = releases(data, program)
+    for timing in TIMINGS:
+        schedule = evaluate(instance, choice, program, release, timing=timing)
+        if not fits_memory(instance, schedule):
+            return
+        bound = fluid_milp_bound(instance, timing, contiguous=True, from_first_start=True)
+        assert bound.bound_ns <= schedule.makespan_ns - schedule.exec_start[0], timing
+
+
+@settings(max_examples=30)
+@given(port_chains())
+def test_the_fluid_mip_from_the_first_start_is_below_the_least_span(instance):
+    """Against CP-SAT's exact model minimising the span from the first execute's start (a
+    middle layer window's objective, elk_opt.bounds.layers)."""
+    for timing in TIMINGS:
+        cm = build(instance, Restrictions(), timing=timing)
+        cm.model.minimize(cm.exec_end[-1] - cm.exec_start[0])
+        solver = cp_model.CpSolver()
+        solver.parameters.num_workers = 1
+        assert solver.solve(cm.model) == cp_model.OPTIMAL
+        bound = fluid_milp_bound(instance, timing, contiguous=True, from_first_start=True)
+        assert bound.complete and bound.bound_ns <= solver.objective_value, timing
+        # the loads before the first start are all it leaves out
+        whole = fluid_milp_bound(instance, timing, contiguous=True)
+        assert bound.bound_ns <= whole.bound_ns
+
+
+def test_layer_windows_count_the_fluid_mip_where_cp_sat_stops_short():
+    instance = synthetic_instance(ops=36, plans=2, seed=3, tightness=0.6)  # 3 layers of 12
+    for timing in TIMINGS:
+        with starved_cpsat():
+            starved = layer_bound(instance, timing, time_limit_s=30.0)
+        for a, b, value in starved.spans:
+            window = window_instance(instance, a, b)
+            mip = fluid_milp_bound(window, timing, 30.0, band=b - a, contiguous=True,
+                                   from_first_start=a > 0)
+            assert mip.complete and value >= mip.bound_ns > 0, (timing, a)
+        plan = solve(instance, "elk-full", SolveOptions(timing=timing))
+        assert starved.bound_ns <= plan.claims.makespan_ns
 
 
 def test_the_fluid_mip_is_at_least_its_lp_on_a_bsp_slice():

@@ -17,6 +17,10 @@ E<k> is before E<k + 1>, and E<j> after E<k + 1> when k + 1 < j); the charge is 
 preload space, which R5 counts in full. Every row holds for the plan's point and the
 objective is the fluid LP's, so the program's optimum bounds the makespan from below, and so
 does any bound on it: HiGHS's dual bound, when the time limit stops the search, is still one.
+Interval 0, [0, S_0), is the only one before the first execute starts: with its columns out
+of the objective the rest sum, for a plan, to at most T - S_0, so the program then bounds
+that span (a layer window's objective, whose loads may lie before it at no cost:
+elk_opt.bounds.layers).
 
 The LP's rounded R5 rows stay in: they hold at every point of the program, and they are cuts
 HiGHS would otherwise have to find (OPT-30B b64 KV4096, two layers: 1,324,102 ns in 100 s
@@ -59,18 +63,22 @@ class SolvedMilp:
 
 def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
                      band: int = DEFAULT_BAND, max_classes: int = 16,
-                     threads: int = 1, contiguous: bool = False) -> FluidBound:
+                     threads: int = 1, contiguous: bool = False,
+                     from_first_start: bool = False) -> FluidBound:
     """The program's bound (module docstring), loads tracked `band` intervals back;
-    `contiguous`: with one load running at each execute start (elk_opt.bounds.contiguous).
-    Stopped by `time_limit_s`, the best dual bound so far (`complete` False); None if not
-    even the root relaxation was solved."""
+    `contiguous`: with one load running at each execute start (elk_opt.bounds.contiguous);
+    `from_first_start`: a bound on the makespan less the first execute's start, for plans
+    whose loads before it cost nothing (elk_opt.bounds.layers' middle windows). Stopped by
+    `time_limit_s`, the best dual bound so far (`complete` False); None if not even the root
+    relaxation was solved."""
     return solve_fluid_milp(instance, timing, time_limit_s, band, max_classes, threads,
-                            contiguous).bound
+                            contiguous, from_first_start).bound
 
 
 def solve_fluid_milp(instance: Instance, timing: Timing, time_limit_s: float | None = None,
                      band: int = DEFAULT_BAND, max_classes: int = 16,
-                     threads: int = 1, contiguous: bool = False) -> SolvedMilp:
+                     threads: int = 1, contiguous: bool = False,
+                     from_first_start: bool = False) -> SolvedMilp:
     """As `fluid_milp_bound`, with the model and its best solution."""
     if band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
@@ -82,6 +90,9 @@ def solve_fluid_milp(instance: Instance, timing: Timing, time_limit_s: float | N
                              whole=True)
     if contiguous:
         add_one_load_running(model)
+    if from_first_start:  # interval 0, [0, S_0), is the only one before the first start
+        for col in model.phases[0]:
+            model.lp.cost[col] = 0.0
     # branch and bound straight away, on a HiGHS that has solved nothing before: run after a
     # solve of the relaxation on the same object (to skip branching when the relaxation comes
     # out whole), HiGHS 1.16 claimed an optimum below that relaxation (Llama2-13B b32 KV4096,

@@ -28,25 +28,35 @@ Each term is bounded below by the optimum of the window's relaxation:
 - the cover cuts of the 5b model (work of the executes before E<k> and of the loads of ops
   up to k fits before S_k) count only the window's instructions, which all lie after the
   origin, so they hold.
-Each window's CP-SAT bound (proven or not) is at most its relaxation's optimum, so the sum is
-a lower bound on T. A window's relaxation depends only on its ops' plans and warm-ups and on
-whether it is first (elk_opt.bounds.window.window_key): identical layers are solved once and
-their bound counted once per occurrence.
+Each window's relaxation is bounded twice, and the larger value counts: by CP-SAT (its bound,
+proven or not) and by the fluid MIP with loads run whole (elk_opt.bounds.fluid_milp with
+elk_opt.bounds.contiguous) on the window's ops, counted from the first execute's start for
+every window but the first. Both are at most the relaxation's optimum (the MIP relaxes every
+plan of the window's ops, the relaxation's own plans included), so the sum is a lower bound on
+T. They see different things: CP-SAT's LP does not see that a load runs whole and one at a
+time, the MIP does, while it splits the window's time into fluid phases; on a Gemma2-27B b64
+KV2048 middle layer CP-SAT's bound stops at 272,459 ns where the MIP proves the optimum,
+279,025, in 11 s (BENCHMARKS.md, "Loads run whole in the layer windows"). The MIP runs only
+where CP-SAT did not prove the window. A window's relaxation depends only on its ops' plans
+and warm-ups and on whether it is first (elk_opt.bounds.window.window_key): identical layers
+are solved once and their bound counted once per occurrence.
 
-What it sees: SRAM (R5 within the window), the HBM order of the window's loads, and under 5b
-the port the window's own loads share with its executes. What it does not: the loads of later
-windows during this one (they are dropped), so in steady state the next layer's preloads cost
-a window nothing; see the module's benchmark in BENCHMARKS.md.
+What it sees: SRAM (R5 within the window), the HBM order of the window's loads, that each runs
+whole, and under 5b the port the window's own loads share with its executes. What it does
+not: the loads of later windows during this one (they are dropped), so in steady state the
+next layer's preloads cost a window nothing; see the module's benchmark in BENCHMARKS.md.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from elk_opt.bounds.fluid_milp import fluid_milp_bound
 from elk_opt.bounds.window import window_instance, window_key
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Timing
@@ -56,6 +66,7 @@ from formulations.cpsat import build
 from formulations.cpsat_run import Interrupt
 
 DEFAULT_MAX_WIDTH = 32
+MIN_MIP_S = 0.05  # below this much time a window's fluid MIP is not started
 
 
 @dataclass(frozen=True)
@@ -63,10 +74,11 @@ class LayerBound:
     bound_ns: int
     windows: int
     distinct: int  # windows handed to CP-SAT (the others repeat one of them)
-    proven: int  # windows whose relaxation was solved to optimality
+    proven: int  # windows whose relaxation was solved to optimality (a plan meets a bound)
     solved: int  # windows counted: all of them unless a SIGINT stopped the search early
     wall_s: float
     spans: tuple[tuple[int, int, int], ...] = ()  # per window counted: (a, b, its bound)
+    mip_time_s: float = 0.0  # the longest limit a window's fluid MIP had (0: none ran)
 
 
 def layer_windows(instance: Instance, per: int = 1,
@@ -111,44 +123,84 @@ def solver_for_bound(time_limit_s: float, threads: int,
     return solver
 
 
+def _whole_loads(window: Instance, timing: Timing, later: bool, time_limit_s: float,
+                 threads: int, deterministic: bool) -> int:
+    """The fluid MIP with loads run whole on a window's ops (module docstring), from its first
+    execute's start when `later`. `deterministic`: one thread, whose search does not depend
+    on the clock, with four times the limit (as the CP-SAT windows' safety cap), so a recorded
+    bound recomputes at least to its value unless the machine is four times slower."""
+    limit = 4 * time_limit_s + 1 if deterministic else time_limit_s
+    solved = fluid_milp_bound(window, timing, limit, band=len(window.ops),
+                              threads=1 if deterministic else threads, contiguous=True,
+                              from_first_start=later)
+    return solved.bound_ns or 0
+
+
 def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: float = 10.0,
                 threads: int = 1, max_width: int = DEFAULT_MAX_WIDTH,
-                progress: bool = False, deterministic: bool = False) -> LayerBound:
-    """The sum of the layer windows' relaxation bounds (module docstring) under `timing`.
+                progress: bool = False, deterministic: bool = False,
+                mip_time_s: float | None = None, ends: float | None = None) -> LayerBound:
+    """The sum of the layer windows' relaxation bounds (module docstring) under `timing`:
+    CP-SAT on each distinct window (`time_limit_s`), then the fluid MIP on those it did not
+    prove (`mip_time_s` each, None: `time_limit_s`; before `ends`, a perf_counter time, they
+    share what is left evenly).
 
     A SIGINT stops at once: the windows bounded so far still sum to a lower bound, since
     every window's span is non-negative.
     """
     started = time.perf_counter()
     windows = layer_windows(instance, per, max_width)
-    seen: dict[tuple, tuple[int, bool]] = {}
-    spans: list[tuple[int, int, int]] = []
-    total = proven = solved = 0
-    with Interrupt() as interrupt, report_progress(len(windows), "layer windows",
-                                                   unit="window", enabled=progress) as shown:
-        for a, b in windows:
-            key = window_key(instance, a, b)
-            if key not in seen:
-                cm = build(window_instance(instance, a, b), Restrictions(), timing=timing)
-                if a > 0:
-                    cm.model.minimize(cm.exec_end[-1] - cm.exec_start[0])
-                solver = solver_for_bound(time_limit_s, threads, deterministic)
-                status = interrupt.solve(solver, cm.model)
-                if status == cp_model.INFEASIBLE:
-                    raise UsageError(f"instance {instance.name!r} is infeasible (ops {a}-{b - 1} "
-                                     "cannot be scheduled within SRAM)")
-                bound = max(0, ceil_integer(solver.best_objective_bound))
+    first: dict[tuple, tuple[int, int]] = {}
+    for a, b in windows:
+        first.setdefault(window_key(instance, a, b), (a, b))
+    bounds: dict[tuple, int] = {}
+    best: dict[tuple, float] = {}  # the least span of a plan CP-SAT found
+    most_mip_s = 0.0
+    with Interrupt() as interrupt:
+        with report_progress(len(first), "layer windows", unit="window",
+                             enabled=progress) as shown:
+            for key, (a, b) in first.items():
+                bounds[key], best[key] = _cpsat_window(instance, a, b, timing, time_limit_s,
+                                                       threads, deterministic, interrupt)
+                shown.advance(status=f"ops {a}-{b - 1}: {bounds[key]:,} ns")
                 if interrupt.seen:
-                    total += bound
-                    solved += 1
-                    spans.append((a, b, bound))
                     break
-                seen[key] = (bound, status == cp_model.OPTIMAL)
-            bound, optimal = seen[key]
-            total += bound
-            proven += optimal
-            solved += 1
-            spans.append((a, b, bound))
-            shown.advance(status=f"ops {a}-{b - 1}, running bound {total:,} ns")
-    return LayerBound(total, len(windows), len(seen), proven, solved,
-                      time.perf_counter() - started, tuple(spans))
+        open_ = [key for key in bounds if best[key] > bounds[key]]
+        with report_progress(len(open_), "layer windows, loads run whole", unit="window",
+                             enabled=progress and bool(open_)) as shown:
+            for k, key in enumerate(open_):
+                limit = time_limit_s if mip_time_s is None else mip_time_s
+                if ends is not None:
+                    limit = min(limit, (ends - time.perf_counter()) / (len(open_) - k))
+                if interrupt.seen or limit < MIN_MIP_S:
+                    break
+                most_mip_s = max(most_mip_s, limit)
+                a, b = first[key]
+                with contextlib.suppress(KeyboardInterrupt):  # a SIGINT: CP-SAT's bound stays
+                    bounds[key] = max(bounds[key], _whole_loads(
+                        window_instance(instance, a, b), timing, a > 0, limit, threads,
+                        deterministic))
+                shown.advance(status=f"ops {a}-{b - 1}: {bounds[key]:,} ns")
+    spans = tuple((a, b, bounds[key]) for a, b in windows
+                  if (key := window_key(instance, a, b)) in bounds)
+    proven = sum(best[window_key(instance, a, b)] <= value for a, b, value in spans)
+    return LayerBound(sum(value for _a, _b, value in spans), len(windows), len(bounds),
+                      proven, len(spans), time.perf_counter() - started, spans,
+                      round(most_mip_s, 3))
+
+
+def _cpsat_window(instance: Instance, a: int, b: int, timing: Timing, time_limit_s: float,
+                  threads: int, deterministic: bool, interrupt: Interrupt) -> tuple[int, float]:
+    """CP-SAT's bound on window [a, b)'s relaxation and the least span of a plan it found
+    (inf if none)."""
+    cm = build(window_instance(instance, a, b), Restrictions(), timing=timing)
+    if a > 0:
+        cm.model.minimize(cm.exec_end[-1] - cm.exec_start[0])
+    solver = solver_for_bound(time_limit_s, threads, deterministic)
+    status = interrupt.solve(solver, cm.model)
+    if status == cp_model.INFEASIBLE:
+        raise UsageError(f"instance {instance.name!r} is infeasible (ops {a}-{b - 1} "
+                         "cannot be scheduled within SRAM)")
+    found = status in (cp_model.OPTIMAL, cp_model.FEASIBLE)
+    return (max(0, ceil_integer(solver.best_objective_bound)),
+            solver.objective_value if found else math.inf)

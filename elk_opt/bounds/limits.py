@@ -15,5 +15,8 @@ WINDOW_OPS = 12  # ops per window of the window bound
 WINDOW_TIME_S = 2.0  # CP-SAT per window
 LAYERS = 1  # decoder layers per layer window
 LAYERS_TIME_S = 10.0  # CP-SAT per distinct layer window
+# the fluid MIP per distinct layer window CP-SAT did not prove: Gemma2-27B b64's middle
+# layers need 11 s (KV2048) and 98 s (KV4096)
+LAYERS_MIP_TIME_S = 60.0
 LP_MAX_OPS = 400  # the ILP's LP relaxation
 LP_TIME_S = 120.0

@@ -79,6 +79,7 @@ class _Limits:
     threads: int
     progress: bool
     ends: float | None = None  # perf_counter time the budget ends (None: no budget)
+    layers_mip_time_s: float = limits.LAYERS_MIP_TIME_S
     replay: bool = False  # read a plan from the fluid-contiguous MIP's solution too
 
     def say(self, text: str) -> None:
@@ -213,15 +214,19 @@ def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
         return None
     from elk_opt.bounds.layers import layer_bound
     lim.say(f"layer windows, {lim.layers} layer(s) each, under {lim.timing}...")
+    # the windows' MIPs leave a quarter of what is left to the fluid LP that reads them
+    ends = (None if lim.ends is None
+            else lim.ends - LP_RESERVE * max(0.0, lim.ends - time.perf_counter()))
     lb = layer_bound(instance, lim.timing, lim.layers, lim.layers_time_s, lim.threads,
-                     progress=lim.progress)
+                     progress=lim.progress, mip_time_s=lim.layers_mip_time_s, ends=ends)
     interrupted = lb.solved < lb.windows
     note = (f"interrupted: the first {lb.solved} of {lb.windows} windows" if interrupted
             else f"{lb.windows} windows ({lb.distinct} distinct), {lb.proven} solved to "
                  "optimality")
     status = ("interrupted" if interrupted
               else "complete" if lb.proven == lb.windows else "time-limit")
-    params = {"per": lim.layers, "time_limit_s": lim.layers_time_s}
+    params = {"per": lim.layers, "time_limit_s": lim.layers_time_s,
+              "mip_time_s": lb.mip_time_s}
     timings = lim.timing if lim.timing == "shared-noc" else BOTH
     rows = [{"bound": f"layers{lim.layers}", "ns": lb.bound_ns, "wall_s": lb.wall_s,
              "timings": timings, "order": "instance", "note": note, "status": status,
@@ -254,6 +259,7 @@ HEAVY: tuple[Callable[[Instance, _Limits], Any], ...] = (
 
 
 MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not started
+LP_RESERVE = 0.25  # of the budget left at the layer windows, kept from their MIPs
 BUDGET_SPENT = "skipped: the time budget was spent"
 
 
@@ -266,8 +272,9 @@ def _distinct(instance: Instance, windows: list[tuple[int, int]]) -> int:
 
 def _capped(lim: _Limits, left: float, instance: Instance) -> _Limits | None:
     """The limits with every solver limit capped by `left` seconds (the window bound's per
-    window, by `left` over its distinct windows; the layer windows', by half of `left` over
-    their distinct ones, the fluid LP they feed taking what they leave); None when less than
+    window, by `left` over its distinct windows; the layer windows' CP-SAT, by half of `left`
+    over their distinct ones, their fluid MIPs sharing what it leaves but a quarter, and the
+    fluid LP they feed taking the rest); None when less than
     MIN_SOLVER_S is left. Repeated windows cost nothing (each distinct window is solved once),
     so a model of 80 identical layers gives its few distinct windows the whole share."""
     if left < MIN_SOLVER_S:
@@ -338,11 +345,14 @@ def _layer_windows(instance: Instance, timing: Timing, params: dict[str, Any],
     """The layer windows a row's params name, solved deterministically (once per memo)."""
     from elk_opt.bounds.layers import layer_bound
 
-    key = ("layers", timing, params["per"], params["time_limit_s"])
+    # rows written before the windows' fluid MIP ran have no mip_time_s: the MIP then gets
+    # CP-SAT's limit, and can only raise what they recorded
+    mip_time_s = params.get("mip_time_s", params["time_limit_s"])
+    key = ("layers", timing, params["per"], params["time_limit_s"], mip_time_s)
     if memo is not None and key in memo:
         return memo[key]
     windows = layer_bound(instance, timing, params["per"], params["time_limit_s"],
-                          deterministic=True)
+                          deterministic=True, mip_time_s=mip_time_s)
     if memo is not None:
         memo[key] = windows
     return windows
@@ -356,6 +366,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  fluid_contiguous_max_ops: int = limits.FLUID_CONTIGUOUS_MAX_OPS,
                  window: int = limits.WINDOW_OPS, window_time_s: float = limits.WINDOW_TIME_S,
                  layers: int = limits.LAYERS, layers_time_s: float = limits.LAYERS_TIME_S,
+                 layers_mip_time_s: float = limits.LAYERS_MIP_TIME_S,
                  lp_max_ops: int = limits.LP_MAX_OPS, lp_time_s: float = limits.LP_TIME_S,
                  threads: int = 2,
                  progress: bool = False, time_budget_s: float | None = None,
@@ -368,7 +379,8 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     `fluid_milp_max_ops` ops and the MIP with one load running at each execute start up to
     `fluid_contiguous_max_ops`; `window` ops per
     window (0 skips the window bound), `window_time_s` of CP-SAT per window; `layers` decoder
-    layers per layer window (0 skips them), `layers_time_s` of CP-SAT per distinct one; the
+    layers per layer window (0 skips them), `layers_time_s` of CP-SAT per distinct one and
+    `layers_mip_time_s` of the fluid MIP per distinct one CP-SAT did not prove; the
     LP relaxation
     runs up to `lp_max_ops` ops, for at most `lp_time_s` (model building included). A bound
     that did not finish in time has `ns` None. `time_budget_s` (None: no budget) caps the
@@ -383,17 +395,17 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
             or fluid_sram_max_ops < 0 or fluid_milp_max_ops < 0 or fluid_contiguous_max_ops < 0
-            or layers < 0 or layers_time_s <= 0
+            or layers < 0 or layers_time_s <= 0 or layers_mip_time_s <= 0
             or (time_budget_s is not None and not time_budget_s >= 0)):
         raise UsageError("window, layers, lp_max_ops, fluid_max_ops, fluid_sram_max_ops, "
                          "fluid_milp_max_ops, fluid_contiguous_max_ops and time_budget_s must "
                          "be >= 0 and "
-                         "window_time_s, layers_time_s, lp_time_s, fluid_time_s, threads "
-                         "positive")
+                         "window_time_s, layers_time_s, layers_mip_time_s, lp_time_s, "
+                         "fluid_time_s, threads positive")
     lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, fluid_milp_max_ops,
                   fluid_contiguous_max_ops,
                   window, window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
-                  progress, replay=replay)
+                  progress, replay=replay, layers_mip_time_s=layers_mip_time_s)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))

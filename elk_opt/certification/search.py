@@ -15,7 +15,8 @@ runs the solver phases in a process of their own):
    bounds of `run_all.lower_bounds` within FIRST_BOUND_SHARE of what is left (again in a later
    round, within BOUND_SHARE, if one of them was deferred, or ran out of time and the round
    has more time than any before it had, with twice the time per window and without the LPs
-   and MIPs that finished, SOLVED_ONCE; a search that
+   and MIPs that finished, SOLVED_ONCE; the layer windows' fluid MIPs share what the round
+   has left, BENCHMARKS.md, "Loads run whole in the layer windows"; a search that
    continues a certificate goes on from its last round, and its budget is compared with
    the largest of the searches it continues; on instances
    CP-SAT solves whole, the layer windows wait for the second round: their CP-SAT
@@ -407,7 +408,9 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     found.bound_budget = max(found.bound_budget, budget)
     started = time.perf_counter()
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
-            "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress, "replay": True}
+            "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress, "replay": True,
+            # the layer windows' fluid MIPs share what the round has left (run_all._layers)
+            "layers_mip_time_s": budget}
     for name, limit in SOLVED_ONCE.items():  # a later round: what finished gives the same
         if found.bounds.get(name, {}).get("status") == "complete":
             args[limit] = 0

@@ -60,6 +60,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--timing, each distinct window once (0: skip it; default %(default)s)")
     p.add_argument("--layers-time", type=positive_float, default=limits.LAYERS_TIME_S, metavar="S",
                    help="CP-SAT time per distinct layer window (default %(default)g s)")
+    p.add_argument("--layers-mip-time", type=positive_float, default=limits.LAYERS_MIP_TIME_S,
+                   metavar="S", help="time of the fluid MIP with loads run whole per distinct "
+                                     "layer window CP-SAT did not prove (default %(default)g s)")
     p.add_argument("--lp-max-ops", type=nonnegative_int, default=limits.LP_MAX_OPS, metavar="N",
                    help="skip the LP relaxation above this many ops (default %(default)s)")
     p.add_argument("--lp-time", type=positive_float, default=limits.LP_TIME_S, metavar="S",
@@ -81,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
                           fluid_contiguous_max_ops=args.fluid_contiguous_max_ops,
                           window=args.window,
                           window_time_s=args.window_time, layers=args.layers,
-                          layers_time_s=args.layers_time, lp_max_ops=args.lp_max_ops,
+                          layers_time_s=args.layers_time,
+                          layers_mip_time_s=args.layers_mip_time, lp_max_ops=args.lp_max_ops,
                           lp_time_s=args.lp_time, threads=args.threads,
                           progress=not args.quiet, exec_order=args.exec_order or "instance")
     rows, best = report["bounds"], report["best"]
