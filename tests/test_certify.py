@@ -339,15 +339,22 @@ def test_a_bound_round_that_did_not_finish_is_run_again_when_continued(certified
     assert found.bound_rounds == 0 and not found.deferred
 
 
-@pytest.mark.parametrize(("recorded", "runs"), [(None, True), (0.5, True), (1e6, False)])
-def test_a_continued_search_retries_a_timed_out_bound_only_with_more_time(
-        certified, monkeypatch, recorded, runs):
+@pytest.mark.parametrize(("recorded", "revision", "runs"), [
+    (None, search_module.BOUNDS_REVISION, True), (0.5, search_module.BOUNDS_REVISION, True),
+    (1e6, search_module.BOUNDS_REVISION, False),
+    (1e6, None, True)])  # bounds an earlier revision found (before the key): a round anyway
+def test_a_continued_search_retries_a_timed_out_bound_only_with_more_time_or_new_bounds(
+        certified, monkeypatch, recorded, revision, runs):
     doc = copy.deepcopy(certified)
     doc["search"]["bound_rounds"] = 2  # nothing deferred: only time can raise a bound now
     if recorded is None:  # as written before the key: no round to compare with
         del doc["search"]["bound_budget_s"]
     else:
         doc["search"]["bound_budget_s"] = recorded
+    if revision is None:
+        del doc["search"]["bounds_revision"]
+    else:
+        doc["search"]["bounds_revision"] = revision
     instance, found = prepare_continued(doc, time_limit_s=60)
     assert found.bound_budget == (recorded or 0.0)
     found.bounds["fluid"] = {"name": "fluid", "ns": 1, "status": "time-limit", "note": ""}
@@ -357,6 +364,8 @@ def test_a_continued_search_retries_a_timed_out_bound_only_with_more_time(
                         {"bounds": []})
     search_module._bound_round(instance, found, None, found.bound_rounds + 1, progress=False)
     assert bool(calls) is runs
+    assert found.summary()["bounds_revision"] == (
+        search_module.BOUNDS_REVISION if runs or revision else 1)
     assert found.summary()["bound_budget_s"] == pytest.approx(
         max(recorded or 0.0, calls[0].args["time_budget_s"] if calls else 0.0), abs=1e-3)
 
@@ -364,6 +373,7 @@ def test_a_continued_search_retries_a_timed_out_bound_only_with_more_time(
 @pytest.mark.parametrize(("key", "value"), [
     ("bound_rounds", "two"), ("bound_rounds", -1), ("bound_rounds", True),
     ("bound_budget_s", -1.0), ("bound_budget_s", "10"), ("done", "elk-full"),
+    ("bounds_revision", 0), ("bounds_revision", "2"),
     ("done", [1]), ("certified_plan", "mine"), ("phases", ["bounds (round 1)"]),
     (None, "not an object")])
 def test_a_search_record_a_continuation_cannot_read_is_exit_2(certified, tmp_path, capsys,

@@ -79,6 +79,7 @@ class LayerBound:
     wall_s: float
     spans: tuple[tuple[int, int, int], ...] = ()  # per window counted: (a, b, its bound)
     mip_time_s: float = 0.0  # the longest limit a window's fluid MIP had (0: none ran)
+    interrupted: bool = False  # a SIGINT stopped it (every window may still be counted)
 
 
 def layer_windows(instance: Instance, per: int = 1,
@@ -181,12 +182,13 @@ def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: 
                         window_instance(instance, a, b), timing, a > 0, limit, threads,
                         deterministic))
                 shown.advance(status=f"ops {a}-{b - 1}: {bounds[key]:,} ns")
-    spans = tuple((a, b, bounds[key]) for a, b in windows
-                  if (key := window_key(instance, a, b)) in bounds)
-    proven = sum(best[window_key(instance, a, b)] <= value for a, b, value in spans)
+        spans = tuple((a, b, bounds[key]) for a, b in windows
+                      if (key := window_key(instance, a, b)) in bounds)
+        proven = sum(best[window_key(instance, a, b)] <= value for a, b, value in spans)
+        stopped = interrupt.seen
     return LayerBound(sum(value for _a, _b, value in spans), len(windows), len(bounds),
                       proven, len(spans), time.perf_counter() - started, spans,
-                      round(most_mip_s, 3))
+                      round(most_mip_s, 3), stopped)
 
 
 def _cpsat_window(instance: Instance, a: int, b: int, timing: Timing, time_limit_s: float,

@@ -219,10 +219,10 @@ def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
             else lim.ends - LP_RESERVE * max(0.0, lim.ends - time.perf_counter()))
     lb = layer_bound(instance, lim.timing, lim.layers, lim.layers_time_s, lim.threads,
                      progress=lim.progress, mip_time_s=lim.layers_mip_time_s, ends=ends)
-    interrupted = lb.solved < lb.windows
-    note = (f"interrupted: the first {lb.solved} of {lb.windows} windows" if interrupted
-            else f"{lb.windows} windows ({lb.distinct} distinct), {lb.proven} solved to "
-                 "optimality")
+    interrupted = lb.interrupted or lb.solved < lb.windows
+    note = (f"interrupted: the first {lb.solved} of {lb.windows} windows counted"
+            if interrupted else f"{lb.windows} windows ({lb.distinct} distinct), "
+                                f"{lb.proven} solved to optimality")
     status = ("interrupted" if interrupted
               else "complete" if lb.proven == lb.windows else "time-limit")
     params = {"per": lim.layers, "time_limit_s": lim.layers_time_s,

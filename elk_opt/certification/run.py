@@ -11,7 +11,9 @@ that gave a plan and the slice phase if it ran, in the certificate's search or i
 continued (`search.done`); and its bound rounds go on from the certificate's last
 (`search.bound_rounds`): a later round's share and time per window, and no round at all when
 every bound finished, rather than round 1 again; a bound that ran out of time is tried again
-only with more time than a round of the continued searches had (`search.bound_budget_s`).
+only with more time than a round of the continued searches had (`search.bound_budget_s`),
+unless the bounds were found by an earlier revision of them (`search.bounds_revision`), which
+gets a round whatever the time.
 The new certificate is never worse than the one it continues: the same plan or a faster one,
 the same bound or a higher one. A certificate of a given plan goes on certifying that plan
 (`search.certified_plan`; older certificates, which lack it, are taken as of a given plan when
@@ -126,6 +128,7 @@ def prepare_continued(doc: dict[str, Any], *, timing: Timing | None = None,
     found.bound_rounds = record.get("bound_rounds", _rounds_run(record.get("phases") or ()))
     found.deferred = defers(plan.instance, found.bound_rounds)
     found.bound_budget = float(record.get("bound_budget_s", 0.0))
+    found.bounds_revision = record.get("bounds_revision", 1)  # 1: written before the key
     skipped = sorted(found.heuristics_done) + (["the slices"] if found.sliced else [])
     found.phases.append({"phase": "continued", "wall_s": 0.0, "outcome":
                          f"{name}: plan {doc['makespan_ns']:,} ns, bound "
@@ -157,6 +160,9 @@ def _search_record(record: Any, name: str) -> dict[str, Any]:
     if (not isinstance(budget, int | float) or isinstance(budget, bool)
             or not math.isfinite(budget) or budget < 0):
         raise wrong("bound_budget_s", "a non-negative number of seconds")
+    revision = record.get("bounds_revision", 1)
+    if not is_count(revision) or revision < 1:
+        raise wrong("bounds_revision", "a positive integer")
     phases = record.get("phases", [])
     if not isinstance(phases, list) or not all(isinstance(p, dict) for p in phases):
         raise wrong("phases", "a list of objects")

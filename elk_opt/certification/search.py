@@ -100,6 +100,9 @@ PAIRS_SHARE = 0.1  # of what is left then, for one pair per op class on the best
 SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
                "fluid-contiguous": "fluid_contiguous_max_ops", "lp": "lp_max_ops"}
 MIN_PHASE_S = 0.5  # a phase with less time than this is not started
+# raised when the solver-backed bounds change (2: the layer windows' fluid MIP): a certificate
+# whose bounds an earlier revision found gets a bound round whatever its budget
+BOUNDS_REVISION = 2
 # up to here CP-SAT runs the MIP with loads run whole itself (module docstring, phase 3): the
 # zoo's decoder layers (19-27 ops), whose MIP takes 2-23 s; not the calibration layer (48 ops),
 # where CP-SAT's phase took 10.2-10.6 s instead of 5.7-6.0 with half its time kept back for it
@@ -137,6 +140,7 @@ class Found:
     # the largest budget a bound round had, here or in the searches this one continues: a
     # later round with no more time cannot raise what ran out of time then (`_bound_round`)
     bound_budget: float = 0.0
+    bounds_revision: int = BOUNDS_REVISION  # of the code that found the bounds held
 
     @property
     def plan(self) -> Plan:
@@ -205,6 +209,7 @@ class Found:
                 "done": sorted(self.heuristics_done) + ([SLICES] if self.sliced else []),
                 "bound_rounds": self.bound_rounds,
                 "bound_budget_s": round(self.bound_budget, 3),
+                "bounds_revision": self.bounds_revision,
                 "phases": self.phases}
 
 
@@ -396,8 +401,8 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     time per window, less in all) took 917 s and raised nothing: time `polish` can use, or
     the user gets back (BENCHMARKS.md, "Later bound rounds")."""
     budget = (FIRST_BOUND_SHARE if round_ == 1 else BOUND_SHARE) * found.left()
-    if round_ > 1 and not found.deferred and (not _bounds_could_grow(found)
-                                              or budget <= found.bound_budget):
+    if (round_ > 1 and not found.deferred and found.bounds_revision == BOUNDS_REVISION
+            and (not _bounds_could_grow(found) or budget <= found.bound_budget)):
         return False
     target = found.given if found.given is not None else found.best
     if target is not None and exec_order(target) != "instance":
@@ -429,6 +434,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
         _record(found, f"bounds (round {round_})", started, f"failed: {e}")
         return False
     found.bound_rounds = round_
+    found.bounds_revision = BOUNDS_REVISION
     gained = False
     for row in report["bounds"]:
         gained = offer_bound(found, bound_entry(row)) or gained
