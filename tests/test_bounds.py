@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 from unittest import mock
@@ -338,6 +339,21 @@ def test_layer_windows_count_the_fluid_mip_where_cp_sat_stops_short():
             assert mip.complete and value >= mip.bound_ns > 0, (timing, a)
         plan = solve(instance, "elk-full", SolveOptions(timing=timing))
         assert starved.bound_ns <= plan.claims.makespan_ns
+
+
+def test_layer_windows_give_their_mips_no_more_than_the_time_left():
+    instance = synthetic_instance(ops=36, plans=2, seed=3, tightness=0.6)
+    with starved_cpsat():
+        alone = layer_bound(instance, "shared-noc", time_limit_s=30.0, mip_time_s=0.0)
+        late = layer_bound(instance, "shared-noc", time_limit_s=30.0,
+                           ends=time.perf_counter())
+        shared = layer_bound(instance, "shared-noc", time_limit_s=30.0, mip_time_s=60.0,
+                             ends=time.perf_counter() + 20.0)
+    assert alone.mip_time_s == late.mip_time_s == 0.0
+    assert late.spans == alone.spans  # CP-SAT's bounds alone
+    # two windows open: the first may take half of what is left, the second the rest
+    assert 0.0 < shared.mip_time_s <= 20.0
+    assert shared.bound_ns > alone.bound_ns
 
 
 def test_the_fluid_mip_is_at_least_its_lp_on_a_bsp_slice():
