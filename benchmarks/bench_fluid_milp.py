@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import platform
+from collections.abc import Iterator
 from pathlib import Path
 
 from elk_opt.bounds.fluid_milp import fluid_milp_bound
@@ -40,6 +41,16 @@ def instances(configs: str, cost_model: str) -> list[tuple[str, Instance]]:
                                    layers=int(layers), cost_model=cost_model,
                                    noc_occupancy="bsp")))
     return out
+
+
+def whole_models(configs: str, cost_model: str) -> Iterator[tuple[str, Instance]]:
+    """Each `model:batch:kv` of `configs` as a whole zoo model (default chip, bsp occupancy),
+    named "model bB KVk", built as the caller reaches it (a whole model takes seconds)."""
+    for config in configs.split(","):
+        model, batch, kv = config.split(":")
+        yield (f"{model} b{batch} KV{kv}",
+               model_instance(model, DEFAULT_CHIP, batch=int(batch), kv_len=int(kv),
+                              cost_model=cost_model, noc_occupancy="bsp"))
 
 
 def slice_arguments(doc: str, configs: str) -> argparse.ArgumentParser:

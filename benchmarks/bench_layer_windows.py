@@ -15,9 +15,9 @@ import argparse
 import platform
 from collections import Counter
 
+from bench_fluid_milp import whole_models
+
 from elk_opt.bounds.layers import layer_bound
-from elk_opt.frontend.chips import DEFAULT_CHIP
-from elk_opt.frontend.zoo import model_instance
 
 DEFAULT_CONFIGS = ("gemma2-27b:64:2048,gemma2-27b:64:4096,llama2-13b:64:4096,opt-30b:64:4096")
 
@@ -35,10 +35,7 @@ def main() -> None:
     print("| configuration | ops | windows (distinct) | CP-SAT alone: ns, proven, s | with the "
           "MIP: ns, proven, s | per distinct window, CP-SAT -> with the MIP (ns) |")
     print("| --- | --- | --- | --- | --- | --- |")
-    for config in args.configs.split(","):
-        model, batch, kv = config.split(":")
-        instance = model_instance(model, DEFAULT_CHIP, batch=int(batch), kv_len=int(kv),
-                                  cost_model=args.cost_model, noc_occupancy="bsp")
+    for name, instance in whole_models(args.configs, args.cost_model):
         alone = layer_bound(instance, "shared-noc", time_limit_s=args.time_limit,
                             mip_time_s=0.0)
         both = layer_bound(instance, "shared-noc", time_limit_s=args.time_limit,
@@ -46,7 +43,7 @@ def main() -> None:
         moved = Counter((before, after) for (_a, _b, before), (_c, _d, after)
                         in zip(alone.spans, both.spans, strict=True) if after != before)
         windows = "; ".join(f"{b:,} -> {w:,} (x{n})" for (b, w), n in moved.items()) or "same"
-        print(f"| {model} b{batch} KV{kv} | {len(instance.ops)} | {alone.windows} "
+        print(f"| {name} | {len(instance.ops)} | {alone.windows} "
               f"({alone.distinct}) | {alone.bound_ns:,}, {alone.proven}, {alone.wall_s:.0f} | "
               f"{both.bound_ns:,}, {both.proven}, {both.wall_s:.0f} | {windows} |", flush=True)
 

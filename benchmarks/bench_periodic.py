@@ -16,10 +16,10 @@ import argparse
 import platform
 import time
 
+from bench_fluid_milp import whole_models
+
 from elk_opt.bounds.fluid import fluid_bound
 from elk_opt.bounds.fluid_sram import fluid_sram_bound
-from elk_opt.frontend.chips import DEFAULT_CHIP
-from elk_opt.frontend.zoo import model_instance
 
 DEFAULT_CONFIGS = "gemma2-27b:64:2048,opt-30b:64:4096,llama2-70b:64:4096,llama2-13b:64:4096"
 
@@ -38,11 +38,7 @@ def main() -> None:
           f"cost model {args.cost_model}, one thread, time limit {args.time_limit:g} s per LP")
     print("| instance | ops | LP | band | bound ns | columns | rows | repeats summed | wall s |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
-    for config in args.configs.split(","):
-        model, batch, kv = config.split(":")
-        instance = model_instance(model, DEFAULT_CHIP, batch=int(batch), kv_len=int(kv),
-                                  cost_model=args.cost_model, noc_occupancy="bsp")
-        name = f"{model} b{batch} KV{kv}"
+    for name, instance in whole_models(args.configs, args.cost_model):
         n = len(instance.ops)
         fb = fluid_bound(instance, "shared-noc", args.time_limit)
         print(f"| {name} | {n} | fluid | - | {fb.bound_ns} | {fb.columns:,} | {fb.rows:,} | - "

@@ -21,12 +21,11 @@ import time
 from dataclasses import replace
 
 from bench_contiguous import best_plans
+from bench_fluid_milp import whole_models
 
 from elk_opt.bounds.fluid import fluid_bound
 from elk_opt.certification.search import SLICE_SIZES
 from elk_opt.evaluate import evaluate_plan
-from elk_opt.frontend.chips import DEFAULT_CHIP
-from elk_opt.frontend.zoo import model_instance
 from elk_opt.methods import solve
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
@@ -62,12 +61,9 @@ def main() -> None:
           f"{', '.join(map(str, SLICE_SIZES))} layers, tiled | best (layers: slice ns -> "
           "tiled, gap) | CP-SAT on it -> tiled (gap) | certificate's plan (gap) |")
     print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-    for config in args.configs.split(","):
-        model, batch, kv = config.split(":")
-        instance = model_instance(model, DEFAULT_CHIP, batch=int(batch), kv_len=int(kv),
-                                  cost_model=args.cost_model, noc_occupancy="bsp")
+    for name, instance in whole_models(args.configs, args.cost_model):
         layers = structure(instance)
-        assert layers is not None, f"{config}: its layers do not repeat"
+        assert layers is not None, f"{name}: its layers do not repeat"
         bound = fluid_bound(instance, "shared-noc", 300).bound_ns
         assert bound is not None
 
@@ -86,7 +82,7 @@ def main() -> None:
         cpsat = solve(warm.instance, "cpsat", replace(options, time_limit_s=args.time_limit,
                                                       warm_start="elk-full", warm_plan=warm))
         made = plans.get(instance.name)
-        print(f"| {model} b{batch} KV{kv} | {len(instance.ops)} | {bound:,} | "
+        print(f"| {name} | {len(instance.ops)} | {bound:,} | "
               f"{gap(whole.claims.makespan_ns)} | {each} | {count}: "
               f"{warm.claims.makespan_ns:,} -> {gap(best_ns)} | "
               f"{cpsat.claims.makespan_ns:,} -> {gap(tiled(instance, layers, cpsat))} "
