@@ -151,9 +151,10 @@ def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: 
     """
     started = time.perf_counter()
     windows = layer_windows(instance, per, max_width)
+    keys = [window_key(instance, a, b) for a, b in windows]
     first: dict[tuple, tuple[int, int]] = {}
-    for a, b in windows:
-        first.setdefault(window_key(instance, a, b), (a, b))
+    for key, window in zip(keys, windows, strict=True):
+        first.setdefault(key, window)
     bounds: dict[tuple, int] = {}
     best: dict[tuple, float] = {}  # the least span of a plan CP-SAT found
     most_mip_s = 0.0
@@ -182,9 +183,10 @@ def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: 
                         window_instance(instance, a, b), timing, a > 0, limit, threads,
                         deterministic))
                 shown.advance(status=f"ops {a}-{b - 1}: {bounds[key]:,} ns")
-        spans = tuple((a, b, bounds[key]) for a, b in windows
-                      if (key := window_key(instance, a, b)) in bounds)
-        proven = sum(best[window_key(instance, a, b)] <= value for a, b, value in spans)
+        counted = [(key, a, b) for key, (a, b) in zip(keys, windows, strict=True)
+                   if key in bounds]
+        spans = tuple((a, b, bounds[key]) for key, a, b in counted)
+        proven = sum(best[key] <= bounds[key] for key, _a, _b in counted)
         stopped = interrupt.seen
     return LayerBound(sum(value for _a, _b, value in spans), len(windows), len(bounds),
                       proven, len(spans), time.perf_counter() - started, spans,
