@@ -29,7 +29,7 @@ from elk_opt.evaluate import evaluate, fits_memory
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import load_instance
 from elk_opt.methods import heuristics, solve
-from elk_opt.problem import TIMINGS, Instance
+from elk_opt.problem import TIMINGS, ExecPlan, Instance, PreloadPlan, Warmup
 from elk_opt.solution import SolveOptions
 from formulations.common import Restrictions
 from formulations.cpsat import build
@@ -235,6 +235,24 @@ def test_rounded_r5_rows_count_pending_loads_whole(monkeypatch):
     monkeypatch.setattr(fluid_sram, "MAX_DIVISORS", 0)
     for timing in TIMINGS:
         assert fluid_sram_bound(instance, timing).bound_ns == 69
+
+
+def test_rounded_r5_rows_keep_a_divisor_below_the_eight_largest():
+    # The instance above with an op 3 of eight layouts, 50-57 B: 40 B, the divisor whose row
+    # gives the optimum, is the ninth largest space. Its row is still there.
+    base = tiny_instance([(0, 0, 60, 30, 0), (30, 40, 1, 40, 0), (30, 40, 1, 40, 0),
+                          (1, 50, 1, 50, 0)])
+    layouts = range(8)
+    last = replace(base.ops[3],
+                   preload_plans=tuple(PreloadPlan(id=i, space_bytes=50 + i, load_ns=1)
+                                       for i in layouts),
+                   exec_plans=tuple(ExecPlan(id=i, time_ns=20 - i, space_bytes=50 + i,
+                                             noc_bytes=0) for i in layouts),
+                   warmup=tuple(Warmup(preload=i, exec=i, time_ns=0) for i in layouts))
+    instance = replace(base, ops=base.ops[:3] + (last,))
+    assert enumerate_optimum(instance).makespan_ns == 104
+    for timing in TIMINGS:
+        assert fluid_sram_bound(instance, timing).bound_ns == 104
 
 
 @settings(max_examples=100, suppress_health_check=[HealthCheck.filter_too_much])

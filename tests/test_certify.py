@@ -339,6 +339,24 @@ def test_a_bound_round_that_did_not_finish_is_run_again_when_continued(certified
     assert found.bound_rounds == 0 and not found.deferred
 
 
+@pytest.mark.parametrize(("revision", "again"), [
+    (search_module.BOUNDS_REVISION, False), (search_module.BOUNDS_REVISION - 1, True)])
+def test_a_bound_that_finished_is_solved_again_only_when_its_code_has_changed(
+        certified, monkeypatch, revision, again):
+    doc = copy.deepcopy(certified)
+    doc["search"]["bounds_revision"] = revision
+    instance, found = prepare_continued(doc, time_limit_s=60)
+    found.bounds["fluid-sram"] = {"name": "fluid-sram", "ns": 1, "status": "complete",
+                                  "note": ""}
+    calls = []
+    monkeypatch.setattr(search_module, "_call",
+                        lambda found, worker, task, deadline: calls.append(task) or
+                        {"bounds": []})
+    search_module._bound_round(instance, found, None, found.bound_rounds + 1, progress=False)
+    assert calls
+    assert (calls[0].args.get("fluid_sram_max_ops") != 0) is again
+
+
 @pytest.mark.parametrize(("recorded", "revision", "runs"), [
     (None, search_module.BOUNDS_REVISION, True), (0.5, search_module.BOUNDS_REVISION, True),
     (1e6, search_module.BOUNDS_REVISION, False),

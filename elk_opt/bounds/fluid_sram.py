@@ -30,7 +30,8 @@ all of whose columns are 0), these satisfy:
   Pending loads outside the band, and loads of pairs that move no data, are not charged
   (dropping a charge only relaxes).
 - rounded R5 at k, per divisor D (the distinct preload spaces of at least SRAM_SHARE of the
-  SRAM, the MAX_DIVISORS largest): sum over the same j and a of
+  SRAM, the MAX_DIVISORS largest; a row another divisor already gave is not repeated): sum
+  over the same j and a of
   floor(space_a / D) (F[j, a, k + 1] - wz[j, a, k + 1]) <= sum over k's pairs c of
   floor((sram - held_c) / D) lambda[k, c]. For the plan, with k's pair c: each term's
   fraction is at most the 0/1 "j pending at k with pair a", and the floors of the pending
@@ -38,8 +39,10 @@ all of whose columns are 0), these satisfy:
   are Chvatal-Gomory cuts of R5 over the pending indicators. The LP's R5 row lets a pending
   load count the fraction done: 2.47 loads of 131,072 B beside a 314,480 B execute, where a
   plan pends 2. On OPT-30B b64 KV4096 under `bsp` they raise the bound 3.1% (BENCHMARKS.md,
-  "Rounded R5 rows"). More divisors (every space down to a fiftieth of the SRAM, or the free
-  space after each held layout divided by 1-4) gave the same bound on its two-layer slice.
+  "Rounded R5 rows"). The grid's whole models have 8-17 such spaces; with only the 8 largest,
+  Llama2-13B b64 KV4096 (153-223 kB) had no rows for its nine smaller ones (36-153 kB), and
+  its bound was 0.56% lower (BENCHMARKS.md, "Every divisor"). Spaces below a twentieth of the
+  SRAM added nothing on its five-layer slice.
 Every row holds for the true plan and the objective is the fluid LP's, at most the makespan,
 so the optimum is a lower bound. The band is sparsity only: work before it stays in one
 column. Pairs are kept when no other is at least as good in every number the LP uses (times,
@@ -60,7 +63,7 @@ from elk_opt.problem import ExecPlan, Instance, PreloadPlan, Timing
 
 DEFAULT_BAND = FLUID_BAND
 SRAM_SHARE = 1 / 20  # smallest divisor of the rounded R5 rows, as a share of the SRAM
-MAX_DIVISORS = 8  # rounded R5 rows per execute at most, the largest divisors kept
+MAX_DIVISORS = 24  # rounded R5 rows per execute at most, the largest divisors kept
 
 
 @dataclass(frozen=True)
@@ -245,6 +248,7 @@ def _rounded_r5(model: FluidModel, costs: list[list[SpacedCost]],
     for (j, k), pairs in progress.items():
         pending.setdefault(k, []).append((j, pairs))
     for k, loads in sorted(pending.items()):
+        seen: set[tuple[tuple[int, float], ...]] = set()
         for d in divisors:
             row: dict[int, float] = {}
             for j, pairs in loads:
@@ -257,4 +261,7 @@ def _rounded_r5(model: FluidModel, costs: list[list[SpacedCost]],
                 continue
             for c, cost in enumerate(costs[k]):
                 row[model.pick[k][c]] = -float((sram_bytes - cost.held_space) // d)
-            model.lp.row(row, float("-inf"), 0.0)
+            key = tuple(row.items())  # a divisor close to another often gives the same row
+            if key not in seen:
+                seen.add(key)
+                model.lp.row(row, float("-inf"), 0.0)

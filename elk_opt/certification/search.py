@@ -15,7 +15,8 @@ runs the solver phases in a process of their own):
    bounds of `run_all.lower_bounds` within FIRST_BOUND_SHARE of what is left (again in a later
    round, within BOUND_SHARE, if one of them was deferred, or ran out of time and the round
    has more time than any before it had, with twice the time per window and without the LPs
-   and MIPs that finished, SOLVED_ONCE; the layer windows' fluid MIPs share what the round
+   and MIPs that finished, SOLVED_ONCE, unless BOUNDS_REVISION has changed since they did;
+   the layer windows' fluid MIPs share what the round
    has left, BENCHMARKS.md, "Loads run whole in the layer windows"; a search that
    continues a certificate goes on from its last round, and its budget is compared with
    the largest of the searches it continues; on instances
@@ -100,9 +101,10 @@ PAIRS_SHARE = 0.1  # of what is left then, for one pair per op class on the best
 SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
                "fluid-contiguous": "fluid_contiguous_max_ops", "lp": "lp_max_ops"}
 MIN_PHASE_S = 0.5  # a phase with less time than this is not started
-# raised when the solver-backed bounds change (2: the layer windows' fluid MIP): a certificate
-# whose bounds an earlier revision found gets a bound round whatever its budget
-BOUNDS_REVISION = 2
+# raised when the solver-backed bounds change (2: the layer windows' fluid MIP; 3: the fluid
+# LP with SRAM's rounded rows at up to 24 divisors): a certificate whose bounds an earlier
+# revision found gets a bound round whatever its budget
+BOUNDS_REVISION = 3
 # up to here CP-SAT runs the MIP with loads run whole itself (module docstring, phase 3): the
 # zoo's decoder layers (19-27 ops), whose MIP takes 2-23 s; not the calibration layer (48 ops),
 # where CP-SAT's phase took 10.2-10.6 s instead of 5.7-6.0 with half its time kept back for it
@@ -416,8 +418,9 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress, "replay": True,
             # the layer windows' fluid MIPs share what the round has left (run_all._layers)
             "layers_mip_time_s": budget}
-    for name, limit in SOLVED_ONCE.items():  # a later round: what finished gives the same
-        if found.bounds.get(name, {}).get("status") == "complete":
+    for name, limit in SOLVED_ONCE.items():  # a later round: what finished gives the same,
+        if (found.bounds_revision == BOUNDS_REVISION  # unless its code has changed since
+                and found.bounds.get(name, {}).get("status") == "complete"):
             args[limit] = 0
     found.deferred = defers(instance, round_)
     if found.deferred:
