@@ -39,7 +39,7 @@ all of whose columns are 0), these satisfy:
   are Chvatal-Gomory cuts of R5 over the pending indicators. The LP's R5 row lets a pending
   load count the fraction done: 2.47 loads of 131,072 B beside a 314,480 B execute, where a
   plan pends 2. On OPT-30B b64 KV4096 under `bsp` they raise the bound 3.1% (BENCHMARKS.md,
-  "Rounded R5 rows"). The grid's whole models have 8-17 such spaces; with only the 8 largest,
+  "Rounded R5 rows"). The grid's whole models have 8-22 such spaces; with only the 8 largest,
   Llama2-13B b64 KV4096 (153-223 kB) had no rows for its nine smaller ones (36-153 kB), and
   its bound was 0.56% lower (BENCHMARKS.md, "Every divisor"). Spaces below a twentieth of the
   SRAM added nothing on its five-layer slice.
