@@ -64,6 +64,9 @@ from elk_opt.problem import ExecPlan, Instance, PreloadPlan, Timing
 DEFAULT_BAND = FLUID_BAND
 SRAM_SHARE = 1 / 20  # smallest divisor of the rounded R5 rows, as a share of the SRAM
 MAX_DIVISORS = 24  # rounded R5 rows per execute at most, the largest divisors kept
+# the guide (`fluid_sram_pairs`) keeps the 8 it had: with every divisor its picks made
+# elk-full-lp slower on 6 of the regression suite's instances (BENCHMARKS.md, "Every divisor")
+GUIDE_DIVISORS = 8
 
 
 @dataclass(frozen=True)
@@ -119,18 +122,18 @@ def fluid_sram_pairs(instance: Instance, timing: Timing, time_limit_s: float | N
     if the LP did not finish): as `fluid.fluid_pairs`, a guide for heuristics
     (heuristics.lp_pairs), here with SRAM counted."""
     return solve_fluid_picks(spaced_costs(instance),
-                             _builder(instance, timing, band, max_classes), time_limit_s,
-                             threads, reach=band + 2)
+                             _builder(instance, timing, band, max_classes, GUIDE_DIVISORS),
+                             time_limit_s, threads, reach=band + 2)
 
 
-def _builder(instance: Instance, timing: Timing, band: int, max_classes: int
-             ) -> Callable[[list[list[SpacedCost]]], FluidModel]:
+def _builder(instance: Instance, timing: Timing, band: int, max_classes: int,
+             divisors: int | None = None) -> Callable[[list[list[SpacedCost]]], FluidModel]:
     if band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
     sram = instance.chip.sram_bytes
 
     def build(costs: list[list[SpacedCost]]) -> FluidModel:
-        return build_fluid_sram(costs, sram, timing, band, max_classes)
+        return build_fluid_sram(costs, sram, timing, band, max_classes, divisors=divisors)
 
     return build
 
@@ -141,10 +144,12 @@ def fluid_sram_ops(instance: Instance, band: int = DEFAULT_BAND) -> int:
 
 
 def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Timing,
-                     band: int, max_classes: int, whole: bool = False) -> FluidModel:
+                     band: int, max_classes: int, whole: bool = False,
+                     divisors: int | None = None) -> FluidModel:
     """The fluid LP over `costs` with the R5 rows of the module docstring, not yet solved.
     `whole`: R5 charges pending loads whole, through 0/1 columns (elk_opt.bounds.fluid_milp),
-    listed with the pair columns in `model.integers`."""
+    listed with the pair columns in `model.integers`. `divisors`: of the rounded R5 rows at
+    most (None: MAX_DIVISORS)."""
     n = len(costs)
     model = build_fluid(costs, timing, max_classes)  # type: ignore[arg-type]
     lp = model.lp
@@ -201,7 +206,8 @@ def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Tim
             for a, f, wz in pairs:
                 charged[k][f] = costs[j][a].load_space / sram
                 charged[k][wz] = -costs[j][a].load_space / sram
-    _rounded_r5(model, costs, progress, sram_bytes)
+    _rounded_r5(model, costs, progress, sram_bytes,
+                MAX_DIVISORS if divisors is None else divisors)
     for k in range(n):
         row = dict(charged[k])
         for a, c in enumerate(costs[k]):
@@ -239,11 +245,12 @@ def _whole_charges(model: FluidModel, costs: list[list[SpacedCost]],
 
 def _rounded_r5(model: FluidModel, costs: list[list[SpacedCost]],
                 progress: dict[tuple[int, int], list[tuple[int, int, int]]],
-                sram_bytes: int) -> None:
-    """The rounded R5 rows of the module docstring, one per execute and divisor."""
+                sram_bytes: int, most: int) -> None:
+    """The rounded R5 rows of the module docstring, one per execute and divisor, the `most`
+    largest divisors."""
     spaces = {c.load_space for cs in costs for c in cs if c.load > 0}
     divisors = sorted((d for d in spaces if d >= SRAM_SHARE * sram_bytes),
-                      reverse=True)[:MAX_DIVISORS]
+                      reverse=True)[:most]
     pending: dict[int, list[tuple[int, list[tuple[int, int, int]]]]] = {}
     for (j, k), pairs in progress.items():
         pending.setdefault(k, []).append((j, pairs))
