@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from unittest import mock
+
 import pytest
 from hypothesis import given, settings
 
 import elk_opt
+from elk_opt.bounds import fluid_sram
 from elk_opt.bounds.cuts import PairCost, pair_cost, pair_uses
 from elk_opt.bounds.fluid import fluid_bound, fluid_pairs
 from elk_opt.bounds.fluid_sram import SpacedCost, fluid_sram_bound, fluid_sram_pairs, spaced_cost
@@ -73,7 +76,9 @@ def test_by_default_the_faster_of_both_lps_pairs_is_kept(timing, instance):
     assert plan.claims.makespan_ns == min(p.claims.makespan_ns for p in each.values())
     assert plan.claims.makespan_ns == each[plan.claims.params["lp"]].claims.makespan_ns
     bound, picks = fluid_sram_pairs(instance, timing)
-    assert bound == fluid_sram_bound(instance, timing).bound_ns
+    with mock.patch.object(fluid_sram, "MAX_DIVISORS", fluid_sram.GUIDE_DIVISORS):
+        assert bound == fluid_sram_bound(instance, timing).bound_ns  # the guide's own rows
+    assert bound <= fluid_sram_bound(instance, timing).bound_ns
     assert each["fluid-sram"].claims.lower_bound_ns == bound
     assert [_spaced(instance, j, c) for j, c in enumerate(each["fluid-sram"].choice)] == picks
     assert plan.claims.lower_bound_ns == max(p.claims.lower_bound_ns for p in each.values())

@@ -118,9 +118,10 @@ def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | N
 def fluid_sram_pairs(instance: Instance, timing: Timing, time_limit_s: float | None = None,
                      threads: int = 1, band: int = DEFAULT_BAND, max_classes: int = 16
                      ) -> tuple[int, list[SpacedCost]] | None:
-    """The bound of `fluid_sram_bound` and, per op, the pair its optimum weighs most (None
-    if the LP did not finish): as `fluid.fluid_pairs`, a guide for heuristics
-    (heuristics.lp_pairs), here with SRAM counted."""
+    """The bound of `fluid_sram_bound` with GUIDE_DIVISORS rounded rows (at most its bound)
+    and, per op, the pair that LP's optimum weighs most (None if the LP did not finish): as
+    `fluid.fluid_pairs`, a guide for heuristics (heuristics.lp_pairs), here with SRAM
+    counted."""
     return solve_fluid_picks(spaced_costs(instance),
                              _builder(instance, timing, band, max_classes, GUIDE_DIVISORS),
                              time_limit_s, threads, reach=band + 2)
