@@ -222,13 +222,17 @@ def test_the_fluid_bound_with_sram_charges_a_load_that_overlaps_an_execute(monke
         assert fluid_sram_bound(instance, timing).bound_ns == 34
 
 
+# E0 holds 30 of 100 B for 60 ns; ops 1 and 2 each load 40 B in 30 ns
+ONE_PENDING_BESIDE_E0 = [(0, 0, 60, 30, 0), (30, 40, 1, 40, 0), (30, 40, 1, 40, 0)]
+
+
 def test_rounded_r5_rows_count_pending_loads_whole(monkeypatch):
     # E0 runs 60 ns holding 30 of 100 B; ops 1 and 2 each load 40 B in 30 ns. Beside E0 one
     # load can be pending (30 + 2 x 40 > 100): P1 during E0, the HBM idle until E0 ends,
     # then P2: 91 ns. The LP's R5 row lets 1.75 loads be pending at E0, P2 three quarters
     # done beside it: 69 ns. The rounded row (divisor 40) allows floor(70 / 40) = 1: the
     # optimum.
-    instance = tiny_instance([(0, 0, 60, 30, 0), (30, 40, 1, 40, 0), (30, 40, 1, 40, 0)])
+    instance = tiny_instance(ONE_PENDING_BESIDE_E0)
     assert enumerate_optimum(instance).makespan_ns == 91
     for timing in TIMINGS:
         assert fluid_sram_bound(instance, timing).bound_ns == 91
@@ -240,8 +244,7 @@ def test_rounded_r5_rows_count_pending_loads_whole(monkeypatch):
 def test_rounded_r5_rows_keep_a_divisor_below_the_eight_largest():
     # The instance above with an op 3 of eight layouts, 50-57 B: 40 B, the divisor whose row
     # gives the optimum, is the ninth largest space. Its row is still there.
-    base = tiny_instance([(0, 0, 60, 30, 0), (30, 40, 1, 40, 0), (30, 40, 1, 40, 0),
-                          (1, 50, 1, 50, 0)])
+    base = tiny_instance(ONE_PENDING_BESIDE_E0 + [(1, 50, 1, 50, 0)])
     layouts = range(8)
     last = replace(base.ops[3],
                    preload_plans=tuple(PreloadPlan(id=i, space_bytes=50 + i, load_ns=1)
