@@ -12,14 +12,21 @@ CP-SAT registers its own SIGINT handler for each solve (its `catch_sigint_signal
 default) and leaves SIGINT at the system default afterwards; `sigint_restored` puts Python's
 handler back, or the first Ctrl-C after an exact solve would kill the process before any
 cleanup.
+
+A signal whose handler runs where Python ignores exceptions (a `__del__`, a weakref callback
+during garbage collection, importlib's module-lock cleanup) would be lost: Python prints
+"Exception ignored in ..." with a traceback and goes on. `install` hooks those exceptions and
+sends the signal again a moment later, when the main thread is back in ordinary code.
 """
 
 from __future__ import annotations
 
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from types import FrameType
 
 
@@ -54,13 +61,47 @@ def _raise_terminated(_signum: int, _frame: FrameType | None) -> None:
     raise Terminated
 
 
+REDELIVERY_DELAY_S = 0.01  # long enough for the code that ignored the signal to return
+
+
+def _signal_lost_in(exc_type: type[BaseException]) -> signal.Signals | None:
+    if issubclass(exc_type, Terminated):
+        return signal.SIGTERM
+    if issubclass(exc_type, KeyboardInterrupt):
+        return signal.SIGINT
+    return None
+
+
+@dataclass(frozen=True)
+class _Redelivering:
+    """An unraisable hook that sends a lost SIGTERM or SIGINT to the main thread again, from
+    a timer thread: sent from the hook itself, its handler would run inside the hook and be
+    ignored once more. Every other exception goes to the hook it replaced."""
+
+    previous: Callable[[sys.UnraisableHookArgs], object]
+
+    def __call__(self, unraisable: sys.UnraisableHookArgs) -> None:
+        number = _signal_lost_in(unraisable.exc_type)
+        if number is not None:
+            try:
+                threading.Timer(REDELIVERY_DELAY_S, signal.pthread_kill,
+                                (threading.main_thread().ident, number)).start()
+                return
+            except RuntimeError:  # no new threads at interpreter shutdown
+                pass
+        self.previous(unraisable)
+
+
 def install() -> None:
-    """Make SIGTERM raise Terminated and SIGINT raise KeyboardInterrupt in the main thread."""
+    """Make SIGTERM raise Terminated and SIGINT raise KeyboardInterrupt in the main thread,
+    and neither get lost where Python ignores exceptions."""
     if threading.current_thread() is not threading.main_thread():
         return  # only the main thread can set handlers (elk-opt called from a thread)
     _terminated.clear()
     signal.signal(signal.SIGTERM, _raise_terminated)
     signal.signal(signal.SIGINT, signal.default_int_handler)
+    if not isinstance(sys.unraisablehook, _Redelivering):
+        sys.unraisablehook = _Redelivering(sys.unraisablehook)
 
 
 _stop = threading.Event()  # a SIGINT asked the running method to stop (sigint_stops)

@@ -37,3 +37,30 @@ def test_sigterm_at_any_point_exits_143_without_a_traceback(tmp_path, delay_s):
     if proc.returncode == 143:
         assert err.strip().splitlines()[-1].endswith("interrupted (SIGTERM)"), err
         assert not out.exists()  # no half-written plan
+
+
+# The signal lands in a `__del__`, where Python ignores exceptions; `install` sends it again
+LOST_IN_A_DESTRUCTOR = """
+import os, signal
+from elk_opt import interrupts
+interrupts.install()
+class Dropped:
+    def __del__(self):
+        os.kill(os.getpid(), signal.{name})
+try:
+    Dropped()
+    for _ in range(10 ** 8):
+        pass
+    print("went on")
+except (interrupts.Terminated, KeyboardInterrupt) as e:
+    print(type(e).__name__)
+"""
+
+
+@pytest.mark.parametrize(("name", "raised"), [("SIGTERM", "Terminated"),
+                                              ("SIGINT", "KeyboardInterrupt")])
+def test_a_signal_whose_handler_raised_where_python_ignores_exceptions_is_not_lost(name, raised):
+    done = subprocess.run([sys.executable, "-c", LOST_IN_A_DESTRUCTOR.format(name=name)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.stdout.strip() == raised, done.stderr
+    assert "Exception ignored" not in done.stderr, done.stderr
