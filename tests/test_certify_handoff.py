@@ -299,3 +299,25 @@ def test_a_later_bound_round_runs_only_with_more_time_or_for_what_was_deferred(
     assert bool(calls) is runs
     if runs:
         assert found.bound_budget == max(budget_before, calls[0])
+
+
+def test_elk_full_reschedules_the_best_plans_pairs_once_per_best_plan():
+    instance = synthetic_instance(ops=24, plans=3, seed=1, tightness=0.6)
+    basic = solve(instance, "basic", SHARED)
+    held = search_module.held_to_pairs(instance, basic)
+    assert all(len(op.exec_plans) == len(op.preload_plans) == len(op.warmup) == 1
+               for op in held.ops)
+    found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1)
+    search_module.offer_plan(found, basic)
+    with Worker() as worker:
+        worker.start()
+        options = SolveOptions(timing="shared-noc", threads=1)
+        assert search_module._elk_full_at_best_pairs(instance, found, options, worker, False)
+        again = found.best  # an Elk-Full plan: nothing to hold to
+        assert not search_module._elk_full_at_best_pairs(instance, found, options, worker,
+                                                         False)
+    assert again.claims.method == "elk-full" and again.choice == basic.choice
+    assert again.claims.makespan_ns < basic.claims.makespan_ns  # Basic preloads only the next op
+    assert again.claims.makespan_ns == solve(held, "elk-full", SHARED).claims.makespan_ns
+    assert check(plan_to_dict(again)).valid
+    assert [p["phase"] for p in found.phases] == [search_module.HELD_PAIRS]
