@@ -301,7 +301,8 @@ def test_a_later_bound_round_runs_only_with_more_time_or_for_what_was_deferred(
         assert found.bound_budget == max(budget_before, calls[0])
 
 
-def test_elk_full_reschedules_the_best_plans_pairs_once_per_best_plan():
+def test_elk_full_reschedules_the_best_plans_pairs_once_per_best_plan(monkeypatch):
+    monkeypatch.setattr(search_module, "CPSAT_MAX_OPS", 20)  # CP-SAT would take it whole
     instance = synthetic_instance(ops=24, plans=3, seed=1, tightness=0.6)
     basic = solve(instance, "basic", SHARED)
     held = search_module.held_to_pairs(instance, basic)

@@ -42,9 +42,9 @@ runs the solver phases in a process of their own):
    (formulations.lns_tiling), then on that slice one pair per op class, chosen by a descent
    from the best plan's pairs, judged on the whole instance (formulations.slice_pairs,
    PAIRS_SHARE of what is left);
-   Elk-Full with every op held to the best plan's pair, when no Elk-Full made that plan
-   (HELD_PAIRS_SHARE of what is left: on Llama2-13B b64 KV2048 it scheduled polish's pairs
-   0.24% faster than polish had);
+   on instances above CPSAT_MAX_OPS, Elk-Full with every op held to the best plan's pair,
+   when no Elk-Full made that plan (HELD_PAIRS_SHARE of what is left: on Llama2-13B b64
+   KV2048 it scheduled polish's pairs 0.24% faster than polish had);
    the LNS `polish` from the best plan with POLISH_SHARE of the
    rest (what it does not use goes to the next round); each only from a plan it has not
    started from before (from the same start with less time it would find nothing new). A
@@ -589,11 +589,13 @@ def held_to_pairs(instance: Instance, plan: Plan) -> Instance:
 def _elk_full_at_best_pairs(instance: Instance, found: Found, options: SolveOptions,
                             worker: Worker, progress: bool) -> bool:
     """Elk-Full with every op held to the best plan's pair, within HELD_PAIRS_SHARE of what
-    is left, once per best plan that no Elk-Full made: the pairs of a tiled slice or of
-    polish, scheduled again by Elk-Full's preload counts and order. Whether its plan is the
-    best so far."""
+    is left, once per best plan that no Elk-Full made, on instances CP-SAT does not take
+    whole (it searches the pairs and the schedule together): the pairs of a tiled slice or
+    of polish, scheduled again by Elk-Full's preload counts and order. Whether its plan is
+    the best so far."""
     best = found.best
     if (best is None or best.claims is None or best.claims.method in FULL
+            or len(instance.ops) <= CPSAT_MAX_OPS
             or found.started_from.get(HELD_PAIRS) is best):
         return False
     limit = HELD_PAIRS_SHARE * found.left() - MARGIN_S
