@@ -21,9 +21,11 @@ sends the signal again a moment later, when the main thread is back in ordinary 
 
 from __future__ import annotations
 
+import _thread
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -72,20 +74,27 @@ def _signal_lost_in(exc_type: type[BaseException]) -> signal.Signals | None:
     return None
 
 
+def _send_later(thread: int, number: signal.Signals) -> None:
+    time.sleep(REDELIVERY_DELAY_S)
+    signal.pthread_kill(thread, number)
+
+
 @dataclass(frozen=True)
 class _Redelivering:
     """An unraisable hook that sends a lost SIGTERM or SIGINT to the main thread again, from
-    a timer thread: sent from the hook itself, its handler would run inside the hook and be
-    ignored once more. Every other exception goes to the hook it replaced."""
+    a thread of its own: sent from the hook itself, its handler would run inside the hook
+    and be ignored once more. The thread is `_thread`'s, not `threading`'s, whose start
+    takes locks the interrupted code may hold. Every other exception goes to the hook it
+    replaced."""
 
     previous: Callable[[sys.UnraisableHookArgs], object]
 
     def __call__(self, unraisable: sys.UnraisableHookArgs) -> None:
         number = _signal_lost_in(unraisable.exc_type)
-        if number is not None:
+        main = threading.main_thread().ident
+        if number is not None and main is not None:
             try:
-                threading.Timer(REDELIVERY_DELAY_S, signal.pthread_kill,
-                                (threading.main_thread().ident, number)).start()
+                _thread.start_new_thread(_send_later, (main, number))
                 return
             except RuntimeError:  # no new threads at interpreter shutdown
                 pass
