@@ -31,16 +31,21 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import threading
 import time
 from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
 from elk_opt.certification.certificate import read_plan_or_certificate
+from elk_opt.errors import InputError
 from elk_opt.evaluate import evaluate, evaluate_plan
 from elk_opt.noc import PORT, exec_use, load_use, shares
 from elk_opt.problem import Plan
+from formulations import cpsat_run
 from formulations.lns_tiling import structure
+
+Var = cp_model.IntVar
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,8 @@ def block_of(plan: Plan, first_layer: int, layers: int) -> tuple[list[Op], Cycle
     inst = plan.instance
     found = structure(inst)
     if found is None or first_layer + layers >= len(found.runs):
-        raise SystemExit("the plan's instance has no such block of repeated layers")
+        raise ValueError(f"the plan's instance has no repeated layers {first_layer}-"
+                         f"{first_layer + layers - 1} with a layer after them")
     start, stop = found.runs[first_layer][0], found.runs[first_layer + layers - 1][1]
     schedule = evaluate_plan(plan)
     origin = schedule.exec_start[start]
@@ -139,9 +145,9 @@ def solve_cycle(ops: list[Op], sram: int, ahead: int, limit_s: float, threads: i
         for r, k in order:
             md.Add(a[r] + k * pi >= 0)
             md.Add(a[r] + k * pi < pi)
-    beside: dict[tuple[int, int, int], cp_model.IntVar] = {}
-    lost_load = {r: [] for r in loads}
-    lost_run: dict[int, list] = {i: [] for i in range(m)}
+    beside: dict[tuple[int, int, int], Var] = {}
+    lost_load: dict[int, list[cp_model.LinearExprT]] = {r: [] for r in loads}
+    lost_run: dict[int, list[cp_model.LinearExprT]] = {i: [] for i in range(m)}
     for r in loads:
         for k in range(ahead + 1):
             for i in range(r if k == 0 else m):  # a load ends before its own execute starts
@@ -192,7 +198,13 @@ def solve_cycle(ops: list[Op], sram: int, ahead: int, limit_s: float, threads: i
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = limit_s
     solver.parameters.num_workers = threads
-    status = solver.Solve(md)
+    # CP-SAT's own limit can be overrun in presolve (a 40-op block ran 540 s of 300): stop it
+    deadline = threading.Timer(limit_s, solver.stop_search)
+    deadline.start()
+    try:
+        status = cpsat_run.solve(solver, md)
+    finally:
+        deadline.cancel()
     bound = int(solver.BestObjectiveBound())
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return solver.StatusName(status), None, bound
@@ -201,7 +213,10 @@ def solve_cycle(ops: list[Op], sram: int, ahead: int, limit_s: float, threads: i
         {r: solver.Value(a[r]) for r in loads}, {r: solver.Value(b[r]) for r in loads}), bound
 
 
-def _hint(md, cycle: Cycle, pi, s, c, a, b, d, beside, alone, pending) -> None:
+def _hint(md: cp_model.CpModel, cycle: Cycle, pi: Var, s: list[Var], c: list[Var],
+          a: dict[int, Var], b: dict[int, Var], d: dict[int, Var],
+          beside: dict[tuple[int, int, int], Var], alone: dict[int, Var],
+          pending: dict[tuple[int, int, int], Var]) -> None:
     """Every variable at the plan's own steady schedule (CP-SAT drops a hint it cannot
     complete, and the auxiliary columns are many)."""
     per = cycle.period
@@ -260,6 +275,19 @@ def check(plan: Plan, start: int, stop: int, cycle: Cycle, copies: int, ahead: i
           f"{schedule.peak_sram_bytes:,} of {inst.chip.sram_bytes:,}")
 
 
+def _order(text: str, own: Cycle, ahead: int) -> list[tuple[int, int]]:
+    """`--order`: each op of the block that loads data once, at most `ahead` blocks ahead."""
+    try:
+        order = [(int(r), int(k)) for r, k in (x.split(":") for x in text.split(","))]
+    except ValueError:
+        raise ValueError(f"--order: {text!r} is not op:blocks_ahead,...") from None
+    if sorted(r for r, _ in order) != sorted(own.load_start) or not all(
+            0 <= k <= ahead for _, k in order):
+        raise ValueError(f"--order must name each of ops {sorted(own.load_start)} once, "
+                         f"0 to {ahead} blocks ahead; got {text!r}")
+    return order
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("plan", help="a plan or certificate under shared-noc")
@@ -271,9 +299,12 @@ def main() -> None:
     ap.add_argument("--order", help="fixed cyclic load order: op:blocks_ahead,...")
     ap.add_argument("--check", type=int, default=0, help="copies to time exactly (0: none)")
     args = ap.parse_args()
-    plan, _certificate = read_plan_or_certificate(args.plan)
-    ops, own, start, stop = block_of(plan, args.layer, args.layers)
-    order = [tuple(map(int, x.split(":"))) for x in args.order.split(",")] if args.order else None
+    try:
+        plan, _certificate = read_plan_or_certificate(args.plan)
+        ops, own, start, stop = block_of(plan, args.layer, args.layers)
+        order = _order(args.order, own, args.ahead) if args.order else None
+    except (InputError, ValueError) as error:
+        ap.error(str(error))  # exit 2
     print(f"block: layers {args.layer}-{args.layer + args.layers - 1}, {len(ops)} ops; the plan's "
           f"period {own.period:,} ns, its load order {own.order()}")
     began = time.perf_counter()
