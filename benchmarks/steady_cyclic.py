@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 from ortools.sat.python import cp_model
 
+from elk_opt.bounds.fluid_sram import SpacedCost, spaced_cost
 from elk_opt.certification.certificate import read_plan_or_certificate
 from elk_opt.errors import InputError
 from elk_opt.evaluate import evaluate, evaluate_plan
@@ -46,16 +47,6 @@ from formulations import cpsat_run
 from formulations.lns_tiling import structure
 
 Var = cp_model.IntVar
-
-
-@dataclass(frozen=True)
-class Op:
-    run_ns: int
-    run_demand: int
-    held_bytes: int  # R5's charge for the op itself: the larger of its two layouts
-    load_ns: int
-    load_demand: int
-    load_bytes: int
 
 
 @dataclass(frozen=True)
@@ -77,7 +68,10 @@ class Cycle:
         return [(r, k) for _, r, k in sorted(placed)]
 
 
-def block_of(plan: Plan, first_layer: int, layers: int) -> tuple[list[Op], Cycle, int, int]:
+Block = tuple[list[SpacedCost], Cycle, int, int]  # its costs, the plan's cycle, its op range
+
+
+def block_of(plan: Plan, first_layer: int, layers: int) -> Block:
     """The block's ops at the plan's pairs, the plan's own schedule of it, and its op range."""
     inst = plan.instance
     found = structure(inst)
@@ -93,40 +87,37 @@ def block_of(plan: Plan, first_layer: int, layers: int) -> tuple[list[Op], Cycle
         op, c = inst.ops[j], plan.choice[j]
         q, p = op.preload_by_id[c.preload], op.exec_by_id[c.exec]
         warm = op.warmup_ns[(c.preload, c.exec)]
-        run, load = exec_use(inst.chip, p, warm), load_use(inst.chip, q)
-        ops.append(Op(run.duration_ns, run.demand, max(p.space_bytes, q.space_bytes),
-                      q.load_ns, load.demand, q.space_bytes))
+        ops.append(spaced_cost(q, p, exec_use(inst.chip, p, warm), load_use(inst.chip, q)))
+    loaded = [r for r, cost in enumerate(ops) if cost.load]
     own = Cycle(period,
                 tuple(schedule.exec_start[j] - origin for j in range(start, stop)),
                 tuple(schedule.exec_end[j] - origin for j in range(start, stop)),
-                {j - start: schedule.load_start[j] - origin for j in range(start, stop)
-                 if inst.ops[j].preload_by_id[plan.choice[j].preload].load_ns},
-                {j - start: schedule.load_end[j] - origin for j in range(start, stop)
-                 if inst.ops[j].preload_by_id[plan.choice[j].preload].load_ns})
+                {r: schedule.load_start[start + r] - origin for r in loaded},
+                {r: schedule.load_end[start + r] - origin for r in loaded})
     return ops, own, start, stop
 
 
-def solve_cycle(ops: list[Op], sram: int, ahead: int, limit_s: float, threads: int,
+def solve_cycle(ops: list[SpacedCost], sram: int, ahead: int, limit_s: float, threads: int,
                 hint: Cycle, order: list[tuple[int, int]] | None) -> tuple[str, Cycle | None, int]:
     """CP-SAT on the cyclic model (module docstring): status, best cycle, bound on PI."""
     m, md = len(ops), cp_model.CpModel()
     top = hint.period  # the plan's period: no worse period is of interest
-    pi = md.NewIntVar(max(sum(o.run_ns for o in ops), sum(o.load_ns for o in ops)), top, "PI")
+    pi = md.NewIntVar(max(sum(o.run for o in ops), sum(o.load for o in ops)), top, "PI")
     far = (2 * ahead + 4) * top
     s = [md.NewIntVar(0, top, f"S{i}") for i in range(m)]
     c = [md.NewIntVar(0, top, f"C{i}") for i in range(m)]
     for i, o in enumerate(ops):
-        md.Add(c[i] >= s[i] + o.run_ns)
+        md.Add(c[i] >= s[i] + o.run)
         if i:
             md.Add(s[i] >= c[i - 1])
     md.Add(s[0] == 0)
     md.Add(c[-1] <= pi)
-    loads = [r for r in range(m) if ops[r].load_ns]
+    loads = [r for r in range(m) if ops[r].load]
     a, b, d = {}, {}, {}
     for r in loads:
         a[r] = md.NewIntVar(-ahead * top, top, f"A{r}")
         b[r] = md.NewIntVar(-ahead * top, top, f"B{r}")
-        d[r] = md.NewIntVar(ops[r].load_ns, top, f"D{r}")
+        d[r] = md.NewIntVar(ops[r].load, top, f"D{r}")
         md.Add(b[r] == a[r] + d[r])
         md.Add(b[r] <= s[r])
         md.Add(a[r] >= s[r] - ahead * pi)
@@ -146,6 +137,8 @@ def solve_cycle(ops: list[Op], sram: int, ahead: int, limit_s: float, threads: i
             md.Add(a[r] + k * pi >= 0)
             md.Add(a[r] + k * pi < pi)
     beside: dict[tuple[int, int, int], Var] = {}
+    of_load: dict[int, list[Var]] = {r: [] for r in loads}
+    of_run: dict[int, list[Var]] = {i: [] for i in range(m)}
     lost_load: dict[int, list[cp_model.LinearExprT]] = {r: [] for r in loads}
     lost_run: dict[int, list[cp_model.LinearExprT]] = {i: [] for i in range(m)}
     for r in loads:
@@ -153,7 +146,9 @@ def solve_cycle(ops: list[Op], sram: int, ahead: int, limit_s: float, threads: i
             for i in range(r if k == 0 else m):  # a load ends before its own execute starts
                 o_ = md.NewIntVar(0, 3 * top, f"o{r}.{k}.{i}")
                 beside[(r, k, i)] = o_
-                dl, de = ops[r].load_demand, ops[i].run_demand
+                of_load[r].append(o_)
+                of_run[i].append(o_)
+                dl, de = ops[r].load_demand, ops[i].exec_demand
                 if dl and de and dl + de > PORT:
                     lo, hi = md.NewIntVar(-far, far, ""), md.NewIntVar(-far, far, "")
                     md.AddMinEquality(lo, [b[r] + k * pi, c[i]])
@@ -164,15 +159,15 @@ def solve_cycle(ops: list[Op], sram: int, ahead: int, limit_s: float, threads: i
                     lost_run[i].append(o_ * (de - ge))
     alone = {r: md.NewIntVar(0, top, f"z{r}") for r in loads}
     for r in loads:
-        md.Add(d[r] <= sum(o_ for (r2, _, _), o_ in beside.items() if r2 == r) + alone[r])
+        md.Add(d[r] <= sum(of_load[r]) + alone[r])
         if lost_load[r]:
             dl = ops[r].load_demand
-            md.Add(dl * d[r] - sum(lost_load[r]) >= dl * ops[r].load_ns)
+            md.Add(dl * d[r] - sum(lost_load[r]) >= dl * ops[r].load)
     for i in range(m):
-        md.Add(sum(o_ for (_, _, i2), o_ in beside.items() if i2 == i) <= c[i] - s[i])
+        md.Add(sum(of_run[i]) <= c[i] - s[i])
         if lost_run[i]:
-            de = ops[i].run_demand
-            md.Add(de * (c[i] - s[i]) - sum(lost_run[i]) >= de * ops[i].run_ns)
+            de = ops[i].exec_demand
+            md.Add(de * (c[i] - s[i]) - sum(lost_run[i]) >= de * ops[i].run)
     md.Add(sum(alone.values()) <= pi - sum(c[i] - s[i] for i in range(m)))
     md.Add(sum(d.values()) <= pi)
     pending = {}
@@ -187,8 +182,8 @@ def solve_cycle(ops: list[Op], sram: int, ahead: int, limit_s: float, threads: i
                 if (r, k, i) in beside:
                     md.Add(beside[(r, k, i)] <= 3 * top * u)
                 pending[(r, k, i)] = u
-                charged.append(ops[r].load_bytes * u)
-        md.Add(sum(charged) <= sram - ops[i].held_bytes)
+                charged.append(ops[r].load_space * u)
+        md.Add(sum(charged) <= sram - ops[i].held_space)
     for (r, k, i), u in pending.items():  # once issued, pending at every later execute
         later = (r, k, i + 1) if i + 1 < m else (r, k - 1, 0)
         if later in pending:
