@@ -322,3 +322,50 @@ def test_elk_full_reschedules_the_best_plans_pairs_once_per_best_plan(monkeypatc
     assert again.claims.makespan_ns == solve(held, "elk-full", SHARED).claims.makespan_ns
     assert check(plan_to_dict(again)).valid
     assert [p["phase"] for p in found.phases] == [search_module.HELD_PAIRS]
+
+
+def test_the_pairs_descent_runs_again_once_from_a_later_best_plan(monkeypatch):
+    # seven identical layers: the slice phase ran before (here: in a certificate this search
+    # continues), so the descent runs once more, from the best plan's pairs, and only once
+    monkeypatch.setattr(search_module, "CPSAT_MAX_OPS", 30)
+    instance = synthetic_instance(ops=84, plans=3, seed=5, tightness=0.6)
+    basic = solve(instance, "basic", SolveOptions(timing="shared-noc"))
+    options = SolveOptions(timing="shared-noc", threads=1)
+    with Worker() as worker:
+        worker.start()
+        fresh = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1)
+        search_module.offer_plan(fresh, basic)
+        # before any slice phase: that phase runs the descent itself
+        assert not search_module._pairs_from_best(instance, fresh, options, worker, False)
+        found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
+                                    sliced=True)
+        search_module.offer_plan(found, basic)
+        gained = search_module._pairs_from_best(instance, found, options, worker, False)
+        assert not search_module._pairs_from_best(instance, found, options, worker, False)
+    assert fresh.phases == []
+    assert [p["phase"] for p in found.phases] == [search_module.PAIRS]
+    assert found.phases[0]["outcome"].startswith(f"{search_module.PAIRS_AGAIN_LAYERS} layers")
+    assert found.started_from[search_module.PAIRS] is basic
+    best = found.best
+    assert gained == (best is not basic)
+    assert best.claims.makespan_ns <= basic.claims.makespan_ns
+    assert check(plan_to_dict(best)).valid
+
+
+@pytest.mark.parametrize(("revision", "kept"), [
+    (search_module.BOUNDS_REVISION, 100),  # this revision's bound: the higher one stays
+    (search_module.BOUNDS_REVISION - 1, 98),  # an earlier one's: what --check recomputes
+])
+def test_a_bound_round_after_a_revision_keeps_this_revisions_value(monkeypatch, revision,
+                                                                   kept):
+    row = {"bound": "fluid", "ns": 98, "status": "complete", "wall_s": 1.0,
+           "order": "instance", "timings": "shared-noc", "params": {}, "note": ""}
+    monkeypatch.setattr(search_module, "_call", lambda *_args: {"bounds": [row]})
+    found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
+                                bounds_revision=revision, deferred=True)
+    found.bounds["fluid"] = {"name": "fluid", "ns": 100, "status": "complete", "note": "",
+                             "exec_order": "instance"}
+    instance = synthetic_instance(ops=9, plans=2, seed=0)
+    search_module._bound_round(instance, found, None, 2, progress=False)
+    assert found.bounds["fluid"]["ns"] == kept
+    assert found.bounds_revision == search_module.BOUNDS_REVISION
