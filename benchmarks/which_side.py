@@ -26,7 +26,7 @@ from elk_opt.bounds.fluid import fluid_bound
 from elk_opt.certification.certificate import read_plan_or_certificate
 from elk_opt.certification.search import held_to_pairs
 from elk_opt.errors import InputError
-from elk_opt.evaluate import evaluate_plan
+from elk_opt.evaluate import Schedule, evaluate_plan
 from elk_opt.methods import solve
 from elk_opt.problem import Plan
 from elk_opt.solution import SolveOptions
@@ -35,9 +35,8 @@ from formulations.lns_tiling import Layers, slice_instance, structure
 LP_LIMIT_S = 600.0
 
 
-def middle_layers(plan: Plan, layers: Layers) -> list[int]:
-    """The plan's layer times, first execute to first execute, away from both ends."""
-    schedule = evaluate_plan(plan)
+def middle_layers(schedule: Schedule, layers: Layers) -> list[int]:
+    """A schedule's layer times, first execute to first execute, away from both ends."""
     starts = [schedule.exec_start[first] for first, _ in layers.runs]
     return [b - a for a, b in zip(starts[3:-4], starts[4:-3], strict=True)]
 
@@ -46,7 +45,8 @@ def report(label: str, plan: Plan, layers: Layers, slices: tuple[int, int],
            bound: int | None) -> None:
     """One plan's lines: the held LP whole and per layer, against the plan and the bound."""
     held = held_to_pairs(plan.instance, plan)
-    makespan = evaluate_plan(plan).makespan_ns
+    schedule = evaluate_plan(plan)
+    makespan = schedule.makespan_ns
     whole = fluid_bound(held, "shared-noc", LP_LIMIT_S).bound_ns
     line = f"{label}: plan {makespan:,} ns; fluid LP at its pairs {whole:,} ns"
     if bound:
@@ -56,7 +56,7 @@ def report(label: str, plan: Plan, layers: Layers, slices: tuple[int, int],
     lp = {n: fluid_bound(slice_instance(held, layers, n), "shared-noc", LP_LIMIT_S).bound_ns
           for n in (a, b)}
     per_layer = (lp[b] - lp[a]) / (b - a)
-    times = middle_layers(plan, layers)
+    times = middle_layers(schedule, layers)
     median = statistics.median(times)
     print(f"  steady layer: the LP {per_layer:,.2f} ns (slices of {a} and {b} layers: "
           f"{lp[a]:,} and {lp[b]:,}); the plan's middle layers median {median:,.0f} "
