@@ -25,8 +25,9 @@ _API: dict[str, str] = {
     **dict.fromkeys(
         ["model_names", "chip_names", "method_names", "load_instance", "save_instance",
          "load_plan", "save_plan", "load_chip", "build_instance", "synthetic_instance",
-         "solve", "tile", "export_model", "import_solution", "evaluate_plan", "verify", "simulate",
-         "profile", "bound", "compare", "certify", "check_certificate", "schema"], "elk_opt.api"),
+         "artifact_instance", "solve", "tile", "export_model", "import_solution",
+         "evaluate_plan", "verify", "simulate", "profile", "bound", "compare", "certify",
+         "check_certificate", "schema"], "elk_opt.api"),
     **dict.fromkeys(
         ["Instance", "Chip", "Noc", "Op", "ExecPlan", "PreloadPlan", "Warmup", "Plan", "Choice",
          "Claims", "Timing", "TIMINGS", "DEFAULT_TIMING"], "elk_opt.problem"),
@@ -57,6 +58,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # the names above, for type checkers and editors
     from elk_opt.api import (
+        artifact_instance,
         bound,
         build_instance,
         certify,

@@ -128,6 +128,14 @@ def synthetic_instance(ops: int = 48, plans: int = 4, seed: int = 0,
         raise UsageError(str(e)) from None
 
 
+def artifact_instance(layers: int = 40) -> Instance:
+    """The Elk implementation's own plans of its Llama2-13B decode layer (batch 32, KV 2048,
+    its chip), repeated `layers` times (1-40; docs/calibration.md)."""
+    from elk_opt.frontend.artifact import artifact_instance as artifact
+
+    return artifact(layers)
+
+
 # ---------------------------------------------------------------------------- solving
 
 def solve(instance: Instance, method: str = DEFAULT_METHOD, options: SolveOptions | None = None,

@@ -1,6 +1,7 @@
 """`elk-opt instance SOURCE -o instance.json`: build a problem instance.
 
-SOURCE is a zoo model (`elk-opt models`), an ONNX file, or `synthetic`.
+SOURCE is a zoo model (`elk-opt models`), an ONNX file, `synthetic`, or `elk-artifact` (the
+Elk implementation's measured Llama2-13B layer, repeated: elk_opt.frontend.artifact).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from elk_opt.commands.flags import (
     unit_fraction,
 )
 from elk_opt.errors import UsageError
+from elk_opt.frontend import artifact
 from elk_opt.frontend.chips import DEFAULT_CHIP, NOC_OCCUPANCIES, load_chip
 from elk_opt.frontend.cost import DEFAULT_COST_MODEL
 from elk_opt.frontend.partition import SearchOptions
@@ -29,24 +31,27 @@ MAX_SYNTHETIC_PLANS = 400_000  # 100,000 ops of 4 plans: 73 MB of JSON, built in
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("instance", help="build an elk-instance/1 file",
                        description="Build an instance from a zoo model (see `elk-opt models`), "
-                                   "an ONNX file, or 'synthetic' (a seeded synthetic "
-                                   "decoder-like instance).")
-    p.add_argument("source", metavar="MODEL_OR_ONNX", help="zoo model name, model.onnx, or "
-                                                           "'synthetic'")
+                                   "an ONNX file, 'synthetic' (a seeded synthetic "
+                                   "decoder-like instance) or 'elk-artifact' (the Elk "
+                                   "implementation's own plans of its Llama2-13B decode layer, "
+                                   "batch 32, KV 2048, on its chip, repeated for --layers, "
+                                   "default 40; docs/calibration.md).")
+    p.add_argument("source", metavar="MODEL_OR_ONNX", help="zoo model name, model.onnx, "
+                                                           "'synthetic' or 'elk-artifact'")
     p.add_argument("-o", "--output", required=True, type=output_file, metavar="instance.json")
     m = p.add_argument_group("models and ONNX files")
-    m.add_argument("--chip", default=DEFAULT_CHIP, metavar="NAME_OR_TOML",
+    m.add_argument("--chip", metavar="NAME_OR_TOML",
                    help=f"chip preset (`elk-opt chips`) or a chip TOML file "
                         f"(default {DEFAULT_CHIP})")
     m.add_argument("--batch", type=positive_int, default=32, help="sequences per step (default 32)")
     m.add_argument("--kv-len", type=positive_int, default=2048,
                    help="KV-cache tokens in decode, prompt tokens otherwise (default 2048)")
     m.add_argument("--layers", type=positive_int,
-                   help="keep the first N decoder layers (zoo models)")
+                   help="keep the first N decoder layers (zoo models, elk-artifact)")
     m.add_argument("--mode", default="decode", choices=("decode", "prefill", "forward"))
     m.add_argument("--dtype", default="bf16", help="weight and activation type of zoo "
                                                    "models: bf16, fp16, fp32, fp8")
-    m.add_argument("--cost-model", default=DEFAULT_COST_MODEL, metavar="NAME",
+    m.add_argument("--cost-model", metavar="NAME",
                    help="analytic (default), elk-paper (the Elk artifact's cost rules) or "
                         "table:PATH (from `elk-opt collect`)")
     m.add_argument("--noc-occupancy", choices=NOC_OCCUPANCIES, default=None,
@@ -54,9 +59,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "their bytes) or bsp (exchange phases and syncs hold the port); "
                         "default: the cost model's own (elk-paper: bsp), else the chip's "
                         "(`elk-opt chips`)")
-    m.add_argument("--max-plans", type=positive_int, default=SearchOptions.max_exec,
+    m.add_argument("--max-plans", type=positive_int,
                    help=f"execute plans kept per op (default {SearchOptions.max_exec})")
-    m.add_argument("--max-preloads", type=positive_int, default=SearchOptions.max_preload,
+    m.add_argument("--max-preloads", type=positive_int,
                    help=f"preload plans kept per op (default {SearchOptions.max_preload})")
     g = p.add_argument_group("synthetic")
     g.add_argument("--ops", type=positive_int, default=48, help="number of ops (default 48)")
@@ -83,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
             instance = synthetic_instance(args.ops, args.plans, args.seed, args.tightness)
         except ValueError as e:
             raise UsageError(str(e)) from None
+    elif args.source == artifact.NAME:
+        instance = _artifact(args)
     else:
         instance = _real(args)
     save_instance(args.output, instance)
@@ -94,8 +101,28 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _real(args: argparse.Namespace) -> Instance:
-    options = SearchOptions(max_exec=args.max_plans, max_preload=args.max_preloads)
-    return instance_from_source(args.source, load_chip(args.chip), batch=args.batch,
-                                kv_len=args.kv_len, layers=args.layers, mode=args.mode,
-                                dtype=args.dtype, cost_model=args.cost_model, options=options,
+    options = SearchOptions(max_exec=args.max_plans or SearchOptions.max_exec,
+                            max_preload=args.max_preloads or SearchOptions.max_preload)
+    return instance_from_source(args.source, load_chip(args.chip or DEFAULT_CHIP),
+                                batch=args.batch, kv_len=args.kv_len, layers=args.layers,
+                                mode=args.mode, dtype=args.dtype,
+                                cost_model=args.cost_model or DEFAULT_COST_MODEL, options=options,
                                 noc_occupancy=args.noc_occupancy, progress=not args.quiet)
+
+
+# what the artifact's data fixes: flags given anything, or anything but its own values
+ARTIFACT_FIXED = ("chip", "cost_model", "noc_occupancy", "max_plans", "max_preloads")
+ARTIFACT_VALUES = {"batch": 32, "kv_len": 2048, "mode": "decode", "dtype": "bf16"}
+
+
+def _artifact(args: argparse.Namespace) -> Instance:
+    for dest in ARTIFACT_FIXED:
+        if getattr(args, dest) is not None:
+            raise UsageError(f"{artifact.NAME}: --{dest.replace('_', '-')} does not apply: the "
+                             f"data fixes the chip, the costs and the plans (only --layers "
+                             f"does)")
+    for dest, value in ARTIFACT_VALUES.items():
+        if getattr(args, dest) != value:
+            raise UsageError(f"{artifact.NAME}: the data is {dest.replace('_', '-')} {value}, "
+                             f"got --{dest.replace('_', '-')} {getattr(args, dest)}")
+    return artifact.artifact_instance(args.layers or artifact.LAYERS)

@@ -28,12 +28,12 @@ from math import prod
 from pathlib import Path
 from typing import Any
 
+from elk_opt.frontend.artifact import TABLE
 from elk_opt.frontend.cost import CostModel, get_cost_model
 from elk_opt.frontend.onnx_import import Work
 from elk_opt.frontend.partition import search
 from elk_opt.problem import Chip
 
-TABLE = Path(__file__).with_name("data") / "elk-artifact-llama2-13b-b32-kv2048-layer.json"
 QUIRK_ROLES = ("softmax", "attn_scale_mask")  # sized with sequence length 1 in the table
 VIEWS = "slice"  # the table's Slice ops, whatever their role: views here
 # The zoo layer's ops by the role of their table counterparts (name fragments).
