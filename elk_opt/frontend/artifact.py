@@ -10,9 +10,9 @@ the data and are left out.
 
 Dependencies: the layer's input is the previous layer's output (its last op, the residual
 add). The data names the ops that read it (`artifact.external_input_ids` holding the layer
-input's id); in the first layer they read it from HBM, in the others they get the previous
-layer's last op as an input too. Their HBM bytes stay as measured: the implementation counts
-every input not made by the op just before as HBM data.
+input's id); in the first layer nothing here makes it (the embedding is not in the data), in
+the others they get the previous layer's last op as an input too. Their HBM bytes stay as
+measured: the implementation counts every input not made by the op just before as HBM data.
 """
 
 from __future__ import annotations
