@@ -26,8 +26,9 @@ def test_one_layer_is_the_calibration_layer(layer):
 def test_every_layer_has_the_measured_plans_and_reads_the_one_before(layer):
     n, inst = len(layer.ops), artifact_instance()
     assert len(inst.ops) == LAYERS * n
-    assert [len(c) for c in twin_classes(inst)] == [LAYERS]  # one class: polish and the
-    for k in range(LAYERS):                                  # periodic bounds see 40 twins
+    # one twin class: polish and the periodic bounds see 40 identical layers
+    assert [len(c) for c in twin_classes(inst)] == [LAYERS]
+    for k in range(LAYERS):
         ops = inst.ops[k * n:(k + 1) * n]
         assert inst.twin_key(k * n, (k + 1) * n) == layer.twin_key(0, n)
         assert {op.layer for op in ops} == {k}
@@ -38,11 +39,12 @@ def test_every_layer_has_the_measured_plans_and_reads_the_one_before(layer):
             assert [op.hbm_bytes for op in ops] == [op.hbm_bytes for op in layer.ops]
 
 
-def test_its_heuristic_plans_verify():
+@pytest.mark.parametrize("timing", ["shared-noc", "separate-noc"])
+def test_its_heuristic_plans_verify(timing):
     inst = artifact_instance(3)
     for method in ("static", "elk-full"):
-        plan = solve(inst, method, SolveOptions(timing="shared-noc"))
-        assert check(plan_to_dict(plan)).valid, method
+        plan = solve(inst, method, SolveOptions(timing=timing))
+        assert plan.timing == timing and check(plan_to_dict(plan)).valid, method
 
 
 def test_the_command_writes_it(tmp_path, capsys):
