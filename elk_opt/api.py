@@ -107,6 +107,10 @@ def build_instance(model_or_path: str | Path, chip: Chip | str = DEFAULT_CHIP, *
     from elk_opt.frontend.partition import SearchOptions
     from elk_opt.frontend.sources import instance_from_source
 
+    elsewhere = {"synthetic": "synthetic_instance", "elk-artifact": "artifact_instance"}
+    if str(model_or_path) in elsewhere:  # the CLI's sources with parameters of their own
+        raise UsageError(f"build_instance builds zoo models and ONNX files; for "
+                         f"{str(model_or_path)!r} call elk_opt.{elsewhere[str(model_or_path)]}()")
     if max_plans < 1 or max_preloads < 1:
         raise UsageError(f"max_plans and max_preloads must be at least 1, got {max_plans} "
                          f"and {max_preloads}")

@@ -110,6 +110,8 @@ def test_build_instance_is_the_zoo_and_the_instance_command(tmp_path):
 
 @pytest.mark.parametrize("call, match", [
     (lambda: elk_opt.build_instance("no-such-model"), "unknown instance source"),
+    (lambda: elk_opt.build_instance("elk-artifact"), r"call elk_opt\.artifact_instance\(\)"),
+    (lambda: elk_opt.build_instance("synthetic"), r"call elk_opt\.synthetic_instance\(\)"),
     (lambda: elk_opt.build_instance("llama2-7b", layers=0), "layers"),
     (lambda: elk_opt.build_instance("llama2-7b", max_plans=0), "max_plans"),
     (lambda: elk_opt.build_instance("llama2-7b", chip="no-such-chip"), "unknown chip"),

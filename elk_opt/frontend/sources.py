@@ -35,7 +35,8 @@ def instance_from_source(source: str | Path, chip: Chip, *, batch: int = 32, kv_
     path = Path(source)
     if path.suffix != ".onnx" and not os.path.exists(path):  # never raises, unlike Path's
         raise UsageError(f"unknown instance source {str(source)!r}: not a zoo model "
-                         f"({', '.join(model_names())}), an .onnx file or 'synthetic'")
+                         f"({', '.join(model_names())}), an .onnx file, 'synthetic' or "
+                         f"'elk-artifact'")
     if layers is not None:
         raise UsageError("--layers applies to zoo models; export fewer layers instead")
     from elk_opt.frontend.build import instance_from_graph
