@@ -104,10 +104,11 @@ def build_instance(model_or_path: str | Path, chip: Chip | str = DEFAULT_CHIP, *
     the shared-noc timing (None: the chip's default). `max_plans`, `max_preloads`: execute and
     preload plans kept per op. `progress`: show the partition search's progress on stderr.
     """
+    from elk_opt.frontend import artifact
     from elk_opt.frontend.partition import SearchOptions
     from elk_opt.frontend.sources import instance_from_source
 
-    elsewhere = {"synthetic": "synthetic_instance", "elk-artifact": "artifact_instance"}
+    elsewhere = {"synthetic": "synthetic_instance", artifact.NAME: "artifact_instance"}
     if str(model_or_path) in elsewhere:  # the CLI's sources with parameters of their own
         raise UsageError(f"build_instance builds zoo models and ONNX files; for "
                          f"{str(model_or_path)!r} call elk_opt.{elsewhere[str(model_or_path)]}()")

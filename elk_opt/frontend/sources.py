@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from elk_opt.errors import UsageError
+from elk_opt.frontend import artifact
 from elk_opt.frontend.cost import DEFAULT_COST_MODEL
 from elk_opt.frontend.partition import DEFAULT_SEARCH, SearchOptions
 from elk_opt.problem import Chip, Instance
@@ -36,7 +37,7 @@ def instance_from_source(source: str | Path, chip: Chip, *, batch: int = 32, kv_
     if path.suffix != ".onnx" and not os.path.exists(path):  # never raises, unlike Path's
         raise UsageError(f"unknown instance source {str(source)!r}: not a zoo model "
                          f"({', '.join(model_names())}), an .onnx file, 'synthetic' or "
-                         f"'elk-artifact'")
+                         f"{artifact.NAME!r}")
     if layers is not None:
         raise UsageError("--layers applies to zoo models; export fewer layers instead")
     from elk_opt.frontend.build import instance_from_graph
