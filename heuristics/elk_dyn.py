@@ -2,9 +2,11 @@
 
 Under shared-noc its allocation and scores see the NoC port and its loads are then held back
 where they would slow a NoC-heavy execute more than waiting costs (heuristics.inductive,
-heuristics.delays), the preload order kept. Knobs (SolveOptions.params, 0 or 1, default 1),
-for ablations: port_prices, port_score, hold_loads, preload_region
-(heuristics.inductive.PortAware); with all four 0 it is the paper's Elk-Dyn, scored under 5b.
+heuristics.delays), the preload order kept; last, the chosen schedule's loads are issued
+sooner where that pays (heuristics.advances), each with the queue before it. Knobs
+(SolveOptions.params, 0 or 1, default 1), for ablations: port_prices, port_score, hold_loads,
+preload_region, issue_sooner (heuristics.inductive.PortAware); with all five 0 it is the
+paper's Elk-Dyn, scored under 5b.
 The time limit (or a SIGINT under `elk-opt solve`) ends the search with the best schedule so
 far (`stopped` in the params); cut before its first schedule, it returns Basic's plan.
 """
@@ -20,6 +22,7 @@ from elk_opt.solution import SolveOptions, make_plan
 from heuristics.free_order import best_over_orders
 from heuristics.inductive import (
     PortAware,
+    issued_sooner,
     ladder_sets,
     preload_counts,
     preload_regions,
@@ -28,7 +31,7 @@ from heuristics.inductive import (
 from heuristics.limits import basic_instead, deadline_of, fallback_for, stopped_params
 
 KNOBS = {"port_prices": "prices", "port_score": "score", "hold_loads": "hold",
-         "preload_region": "region"}
+         "preload_region": "region", "issue_sooner": "advance"}
 
 
 def port_aware(options: SolveOptions) -> PortAware:
@@ -60,6 +63,8 @@ def _in_order(instance: Instance, options: SolveOptions) -> Plan:
                           deadline=deadline)
     if found is None:  # the identity order never forces a pending preload: cut by the limit
         return basic_instead(instance, options, "elk-dyn", started, fallback)
+    found = issued_sooner(instance, found, options.timing, reorder=False, aware=aware,
+                          deadline=deadline)
     counts = preload_counts(found.program)
     return make_plan(instance, found.choice, found.program, method="elk-dyn",
                      started=started, timing=options.timing,
@@ -69,5 +74,6 @@ def _in_order(instance: Instance, options: SolveOptions) -> Plan:
                              "load_weight": found.load_weight,
                              "port_priced": found.port_priced, "preload_region": found.region,
                              "loads_held_back": found.held_back,
+                             "loads_issued_sooner": found.advanced,
                              "max_preload_count": max(counts, default=0),
                              "mean_preload_count": round(sum(counts) / max(1, len(counts)), 3)})

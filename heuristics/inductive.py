@@ -34,7 +34,8 @@ shares it (_Beside), so a candidate that issues a load onto a NoC-heavy execute 
 slowing down, and a smaller t[i] (the load issued after E<i>) can win; the suffix beyond stays
 the max-plus estimate. (The first pass does not: from an idle HBM every pending load would
 seem to run beside E<i>.) Last, `schedule_best` holds back loads where contention costs more
-than waiting (heuristics.delays), timed exactly.
+than waiting (heuristics.delays), timed exactly, and `issued_sooner` moves the chosen
+schedule's loads the other way where SRAM allows and that pays (heuristics.advances).
 
 Two more kinds of candidate under shared-noc, each of which fixed cells where Static beat
 Elk-Dyn on execution-bound decode models (elk-paper costs, bsp occupancy; BENCHMARKS.md).
@@ -68,9 +69,10 @@ from elk_opt.deadline import NO_DEADLINE, Deadline, OutOfTime
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.noc import shares
 from elk_opt.problem import Choice, Instance, Instr, Timing, program_from_issue
+from heuristics.advances import advance_loads
 from heuristics.budgets import best_budget
 from heuristics.climate import Climate
-from heuristics.delays import SWEEPS, delay_loads, held_back
+from heuristics.delays import SWEEPS, Delayed, delay_loads, held_back
 from heuristics.ladders import Ladder, OpLadders, op_classes
 
 NEG = -(1 << 62)
@@ -372,6 +374,7 @@ class PortAware:
     prices: bool = True  # ladders priced by the port climate are tried too
     score: bool = True  # the execute at the cut shares the port with its loads when scored
     hold: bool = True  # loads held back where contention costs more than waiting
+    advance: bool = True  # loads issued sooner where SRAM allows and that pays
     region: bool = True  # Static's preload region is tried as a cap on the loads' lead
 
 
@@ -421,6 +424,8 @@ class Scheduled:
     region: int | None  # the cap on pending preload bytes it was scheduled under, if any
     held_back: int  # loads the port-aware pass issued later than the inductive schedule did
     stopped: bool = False  # the deadline (or a SIGINT) ended the search: the best so far
+    advanced: int = 0  # load moves `issued_sooner` kept (heuristics.advances)
+    kept_order: Scheduled | None = None  # see schedule_best
 
 
 def schedule_best(instance: Instance, order: Sequence[int], sets: Sequence[LadderSet],
@@ -431,9 +436,10 @@ def schedule_best(instance: Instance, order: Sequence[int], sets: Sequence[Ladde
     """The refined schedule under every ladder set and region, its loads held back where
     contention costs more than waiting (heuristics.delays, at most `sweeps` sweeps: the preload
     order kept, then, with `reorder`, loads also let others pass); the best makespan (first on
-    ties). Once `deadline` passes, the best so far, marked `stopped` (None if none was
-    finished)."""
-    best = None
+    ties). With `reorder`, the best schedule in the preload order given is kept beside it
+    (`kept_order`: what the same call without `reorder` returns). Once `deadline` passes, the
+    best so far, marked `stopped` (None if none was finished)."""
+    best = in_order = None
     tries = [(region, lad) for region in regions for lad in sets]
     for k, (region, lad) in enumerate(tries):
         try:
@@ -446,18 +452,38 @@ def schedule_best(instance: Instance, order: Sequence[int], sets: Sequence[Ladde
         decisions = got[0]
         delayed = delay_loads(instance, decisions.choice, decisions.program, timing, False,
                               sweeps if aware.hold else 0, deadline)
+        if reorder and (in_order is None or delayed.makespan_ns < in_order.makespan_ns):
+            in_order = _scheduled(decisions, delayed, lad, region)
         if reorder:
             delayed = delay_loads(instance, decisions.choice, delayed.program, timing, True,
                                   sweeps if aware.hold else 0, deadline)
         if best is None or delayed.makespan_ns < best.makespan_ns:
-            best = Scheduled(decisions.choice, delayed.program, delayed.makespan_ns,
-                             lad.load_weight, lad.port_priced, region,
-                             held_back(decisions.program, delayed.program))
+            best = _scheduled(decisions, delayed, lad, region)
         if k + 1 < len(tries) and deadline.passed():
             break
-    if best is not None and deadline.passed():
-        best = dataclasses.replace(best, stopped=True)
+    if best is not None:
+        best = dataclasses.replace(best, stopped=deadline.passed(), kept_order=in_order)
     return best
+
+
+def _scheduled(decisions: Decisions, delayed: Delayed, lad: LadderSet,
+               region: int | None) -> Scheduled:
+    return Scheduled(decisions.choice, delayed.program, delayed.makespan_ns, lad.load_weight,
+                     lad.port_priced, region, held_back(decisions.program, delayed.program))
+
+
+def issued_sooner(instance: Instance, found: Scheduled, timing: Timing, reorder: bool,
+                  aware: PortAware = PortAware(), deadline: Deadline = NO_DEADLINE
+                  ) -> Scheduled:
+    """The chosen schedule with its loads issued sooner where SRAM allows and that pays
+    (heuristics.advances; with `reorder` a load may pass the loads issued with it). Run once,
+    on the schedule the search chose, so the result is never slower than that schedule."""
+    if not aware.advance:
+        return found
+    sooner = advance_loads(instance, found.choice, found.program, timing, reorder, SWEEPS,
+                           deadline)
+    return dataclasses.replace(found, program=sooner.program, makespan_ns=sooner.makespan_ns,
+                               advanced=sooner.advanced)
 
 
 def preload_counts(program: Sequence[Instr]) -> list[int]:

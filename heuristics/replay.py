@@ -16,14 +16,12 @@ Separate-noc timing is the same replay with every demand 0 (nothing is ever shar
 
 from __future__ import annotations
 
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from elk_opt.noc import exec_use, load_use, shares
+from elk_opt.noc import PORT, exec_use, load_use, shares
 from elk_opt.problem import Choice, Instance, Instr, Timing
-
-NEVER = 1 << 62
 
 
 @dataclass(frozen=True)
@@ -74,13 +72,13 @@ class Issue:
             slot[j] = x
         return cls(tuple(execs), tuple(loads), tuple(gates), tuple(slot))
 
-    def moved(self, x: int, gate: int) -> tuple[Issue, int]:
+    def moved(self, x: int, gate: int, last: bool = False) -> tuple[Issue, int]:
         """Load x issued after `gate` executes instead, first of that group (the loads it
-        passes go before it); its new index."""
+        passes go before it), or with `last` last of it; its new index."""
         loads, gates = list(self.loads), list(self.gates)
         j = loads.pop(x)
         gates.pop(x)
-        y = bisect_left(gates, gate)
+        y = bisect_right(gates, gate) if last else bisect_left(gates, gate)
         loads.insert(y, j)
         gates.insert(y, gate)
         slot = list(self.slot)
@@ -97,6 +95,14 @@ class Issue:
             gates[z] = gate
             z += 1
         return Issue(self.execs, self.loads, tuple(gates), self.slot), z - 1
+
+    def advanced(self, x: int, gate: int) -> tuple[Issue, int]:
+        """Load x and every load before it issued after `gate` executes at the latest (the
+        queue advanced, its order kept); the index of the first load that moved."""
+        gates = list(self.gates)
+        first = bisect_right(gates, gate)
+        gates[first:x + 1] = [gate] * (x + 1 - first)
+        return Issue(self.execs, self.loads, tuple(gates), self.slot), first
 
     def program(self, like: Sequence[Instr]) -> tuple[Instr, ...]:
         """This issue as a program. Preloads that move no data keep their place in `like`'s
@@ -207,6 +213,10 @@ def _run(costs: Costs, issue: Issue, out: Timeline, k: int, old: Timeline | None
     `old`'s there (the makespan is then `old`'s, shifted); otherwise fills `out` to the end
     and `match` is -1. With `until`, stops at that execute position, guessing the makespan
     as `old`'s shifted by the lag there (match GUESS).
+
+    Heuristics price hundreds of thousands of edits with this walk on a full model, so the
+    active load's and execute's demands are kept in locals and the port is split by `shares`
+    only when the two together ask for more than all of it.
     """
     execs, loads, gates = issue.execs, issue.loads, issue.gates
     load_ns, load_d = costs.load_ns, costs.load_demand
@@ -215,39 +225,45 @@ def _run(costs: Costs, issue: Issue, out: Timeline, k: int, old: Timeline | None
     if n == 0:
         return 0, -1
     slot = issue.slot
-    exec_start, exec_end, load_end = out.exec_start, out.exec_end, out.load_end
+    exec_start, exec_end = out.exec_start, out.exec_end
+    load_start, load_end = out.load_start, out.load_end
+    next_load, active, left = out.next_load, out.active, out.left
+    watch = same_from is not None and old is not None
+    stop_at = until if until is not None and old is not None else n
     if old is None or k == 0:
         k, t, nl, lop, l_left = 0, 0, 0, -1, 0
         ne, eop, e_left = 0, -1, 0
-        fresh: list[int] = []
+        l_dem = e_dem = 0
     else:  # restore the state at the start of execute position k
         t, nl, lop, l_left = old.exec_start[k], old.next_load[k], old.active[k], old.left[k]
         i = execs[k]
-        ne, eop, e_left = k + 1, k, run_ns[i] * (run_d[i] or 1)
+        e_dem = run_d[i]
+        ne, eop, e_left = k + 1, k, run_ns[i] * (e_dem or 1)
         exec_start[k] = t
+        l_dem = 0
         if lop >= 0:
-            out.load_start[lop] = old.load_start[lop]
-        fresh = []
+            load_start[lop] = old.load_start[lop]
+            l_dem = load_d[loads[lop]]
+    fresh: list[int] = []
     exec_free = hbm_free = t
     done_before = nl if lop < 0 else lop  # loads below this index ended before t
     while True:
         moved = True
         while moved:  # start (and end, if instantaneous) all that can happen at t
             moved = False
-            if lop < 0 and nl < m:
+            if lop < 0 and nl < m and hbm_free <= t:
                 g = gates[nl] - 1  # the execute position the load waits for, or -1
-                gate_over = g < 0 or (g < ne and g != eop)
-                if gate_over and max(exec_end[g] if g >= k else 0, hbm_free) <= t:
+                if g < 0 or (g < ne and g != eop and (g < k or exec_end[g] <= t)):
                     lop, moved = nl, True
                     nl += 1
-                    out.load_start[lop] = t
+                    load_start[lop] = t
                     j = loads[lop]
-                    l_left = load_ns[j] * (load_d[j] or 1)
-            if eop < 0 and ne < n:
+                    l_dem = load_d[j]
+                    l_left = load_ns[j] * (l_dem or 1)
+            if eop < 0 and ne < n and exec_free <= t:
                 i = execs[ne]
                 x = slot[i]
-                loaded = x < done_before or (x < nl and x != lop)
-                if loaded and max(exec_free, load_end[x] if x >= done_before else 0) <= t:
+                if x < done_before or (x < nl and x != lop and load_end[x] <= t):
                     exec_start[ne] = t
                     fresh.append(ne)
                     eop, moved = ne, True
@@ -256,44 +272,49 @@ def _run(costs: Costs, issue: Issue, out: Timeline, k: int, old: Timeline | None
                         exec_end[eop] = exec_free = t
                         eop = -1
                     else:
-                        e_left = run_ns[i] * (run_d[i] or 1)
-        for pos in fresh:  # the state at every execute that started at t
-            if same_from is not None and old is not None and nl >= same_from and \
-                    nl == old.next_load[pos] and lop == old.active[pos] and \
-                    (lop < 0 or (lop >= same_from and l_left == old.left[pos])):
-                return old.makespan + t - old.exec_start[pos], pos
-            if until is not None and old is not None and pos >= until:
-                return old.makespan + t - old.exec_start[pos], GUESS
-            out.next_load[pos], out.active[pos] = nl, lop
-            out.left[pos] = l_left if lop >= 0 else 0
-        fresh.clear()
-        if lop < 0 and eop < 0:
-            break
-        gl = ge = 1
-        if lop >= 0:
-            gl = load_d[loads[lop]] or 1
-        if eop >= 0:
-            i = execs[eop]
-            ge = run_d[i] or 1
-            if lop >= 0 and load_d[loads[lop]] and run_d[i]:
-                gl, ge = shares(load_d[loads[lop]], run_d[i])
-        l_at = t - (-l_left // gl) if lop >= 0 else NEVER
-        e_at = t - (-e_left // ge) if eop >= 0 else NEVER
-        nxt = min(l_at, e_at)
-        step = nxt - t
-        if lop >= 0:
-            if l_at == nxt:
-                load_end[lop] = hbm_free = nxt
-                lop = -1
-            else:
-                l_left -= gl * step
-        if eop >= 0:
-            if e_at == nxt:
-                exec_end[eop] = exec_free = nxt
+                        e_dem = run_d[i]
+                        e_left = run_ns[i] * (e_dem or 1)
+        if fresh:
+            for pos in fresh:  # the state at every execute that started at t
+                if watch and nl >= same_from and nl == old.next_load[pos] and \
+                        lop == old.active[pos] and \
+                        (lop < 0 or (lop >= same_from and l_left == old.left[pos])):
+                    return old.makespan + t - old.exec_start[pos], pos
+                if pos >= stop_at:
+                    return old.makespan + t - old.exec_start[pos], GUESS
+                next_load[pos], active[pos] = nl, lop
+                left[pos] = l_left if lop >= 0 else 0
+            fresh.clear()
+        if lop < 0:
+            if eop < 0:
+                break
+            t = exec_end[eop] = exec_free = t - (-e_left // (e_dem or 1))
+            eop = -1
+            continue
+        gl = l_dem or 1
+        if eop < 0:
+            t = load_end[lop] = hbm_free = t - (-l_left // gl)
+            lop = -1
+            continue
+        ge = e_dem or 1
+        if l_dem and e_dem and l_dem + e_dem > PORT:
+            gl, ge = shares(l_dem, e_dem)
+        l_at = t - (-l_left // gl)
+        e_at = t - (-e_left // ge)
+        if l_at <= e_at:
+            load_end[lop] = hbm_free = l_at
+            lop = -1
+            if e_at == l_at:
+                exec_end[eop] = exec_free = e_at
                 eop = -1
             else:
-                e_left -= ge * step
-        t = nxt
+                e_left -= ge * (l_at - t)
+            t = l_at
+        else:
+            exec_end[eop] = exec_free = e_at
+            eop = -1
+            l_left -= gl * (e_at - t)
+            t = e_at
     if ne < n:
         raise ValueError("program cannot be timed (an execute never starts)")
     return exec_end[n - 1], -1

@@ -1,10 +1,14 @@
 """The heuristics' resumable 5b replay (heuristics.replay) and the load-delay pass built on it."""
 
+from bisect import bisect_right
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from elk_opt.evaluate import evaluate
 from elk_opt.problem import TIMINGS
+from heuristics import advances
+from heuristics.advances import advance_loads, sram_slack
 from heuristics.delays import delay_loads
 from heuristics.replay import Costs, Issue, adopt, replay, retime
 from tests.strategies import random_instances, random_plans
@@ -77,3 +81,63 @@ def test_delays_never_lengthen_nor_break_memory(data, instance):
         moving = [j for kind, j in got.program if kind == "P" and j in got_loads]
         if not reorder:  # the order of the loads that move data is kept
             assert moving == [j for kind, j in program if kind == "P" and j in got_loads]
+
+
+@settings(max_examples=60)
+@given(st.data(), random_instances(max_ops=7, max_plans=3, noc=True))
+def test_retiming_a_load_issued_sooner_is_exact(data, instance):
+    """Every load issued sooner, alone or with the queue before it, re-timed from the
+    position the advance pass restores, as a full replay."""
+    choice, program = data.draw(random_plans(instance))
+    for timing in TIMINGS:
+        costs = Costs.of(instance, choice, timing)
+        issue = Issue.of(program, costs)
+        old = replay(costs, issue)
+        for x, gate in enumerate(issue.gates):
+            for new_gate in range(gate):
+                first = bisect_right(issue.gates, new_gate)
+                for edit in (issue.moved(x, new_gate, last=True)[0],
+                             issue.advanced(x, new_gate)[0]):
+                    restore = advances._restore(old, first, new_gate)
+                    full = replay(costs, edit)
+                    assert retime(costs, edit, old, restore, x + 1) == (full.makespan, True)
+                    assert adopt(costs, edit, old, restore, x + 1) == full
+
+
+@settings(max_examples=60)
+@given(st.data(), random_instances(max_ops=7, max_plans=3, noc=True))
+def test_loads_issued_sooner_never_lengthen_nor_break_memory(data, instance):
+    choice, program = data.draw(random_plans(instance))
+    data_loads = {j for j, c in enumerate(choice)
+                  if instance.ops[j].preload_by_id[c.preload].load_ns > 0}
+    for timing in TIMINGS:
+        before = evaluate(instance, choice, program, timing=timing)
+        for reorder in (False, True):
+            got = advance_loads(instance, choice, program, timing, reorder, sweeps=4)
+            after = evaluate(instance, choice, got.program, timing=timing)
+            assert after.makespan_ns == got.makespan_ns <= before.makespan_ns
+            assert sorted(got.program) == sorted(program)
+            assert (got.advanced == 0) == (got.program == tuple(program))
+            # R5 holds wherever it held: the pass adds pending bytes only within the slack
+            assert all(a >= 0 for a, b in zip(sram_slack(instance, choice, got.program),
+                                               sram_slack(instance, choice, program),
+                                               strict=True) if b >= 0)
+            if not reorder:  # the order of the loads that move data is kept
+                assert [j for kind, j in got.program if kind == "P" and j in data_loads] == \
+                    [j for kind, j in program if kind == "P" and j in data_loads]
+
+
+def test_a_load_issued_two_executes_sooner_runs_beside_a_port_free_execute():
+    # op0 executes 10 ns without the port; op1, a norm, holds the whole port for 20 ns; op2
+    # loads 10 ns at the whole port and executes 10 ns without it. Issued after E1, P2 waits
+    # for the norm: E0 0-10, E1 10-30, P2 30-40, E2 40-50. One execute sooner it shares the
+    # port with the norm and still ends at 50; two sooner it runs beside E0: P2 0-10, E0 0-10,
+    # E1 10-30, E2 30-40.
+    inst = port_instance([(0, 0, 10, 0), (0, 0, 20, 20), (10, 10, 10, 0)])
+    choice = only_choice(inst)
+    program = parse("P0 P1 E0 E1 P2 E2")
+    assert evaluate(inst, choice, program, timing="shared-noc").makespan_ns == 50
+    got = advance_loads(inst, choice, program, "shared-noc", reorder=False, sweeps=4)
+    assert got.makespan_ns == 40 == evaluate(inst, choice, got.program,
+                                             timing="shared-noc").makespan_ns
+    assert got.advanced == 1 and got.program == tuple(parse("P0 P1 P2 E0 E1 E2"))

@@ -286,11 +286,12 @@ def test_static_does_not_beat_elk_on_an_execution_bound_model():
 @settings(max_examples=30)
 @given(random_instances(max_ops=8, max_plans=3, noc=True))
 def test_elk_dyn_keeps_the_best_candidate(instance):
-    """Unpriced ladders and the region cap only add candidates under shared-noc, so switching
-    either off never shortens Elk-Dyn's makespan."""
+    """Unpriced ladders and the region cap only add candidates under shared-noc, and loads
+    issued sooner are kept only where they gain, so switching any of them off never shortens
+    Elk-Dyn's makespan."""
     options = SolveOptions(timing="shared-noc")
     best = solve(instance, "elk-dyn", options).claims.makespan_ns
-    for knob in ("port_prices", "preload_region"):
+    for knob in ("port_prices", "preload_region", "issue_sooner"):
         fewer = solve(instance, "elk-dyn", SolveOptions(timing="shared-noc", params={knob: 0}))
         assert best <= fewer.claims.makespan_ns, knob
 
@@ -299,7 +300,7 @@ def test_elk_dyn_port_knobs():
     """Each port-aware part can be switched off (for ablations); every variant is valid."""
     from elk_opt.errors import UsageError
     instance = _contended_layers(3)
-    for knob in ("port_prices", "port_score", "hold_loads", "preload_region"):
+    for knob in ("port_prices", "port_score", "hold_loads", "preload_region", "issue_sooner"):
         _assert_valid(solve(instance, "elk-dyn", SolveOptions(params={knob: 0})))
     with pytest.raises(UsageError, match="unknown parameter"):
         solve(instance, "elk-dyn", SolveOptions(params={"bogus": 1}))
