@@ -5,7 +5,7 @@ near the cut, and the delay pass (heuristics.delays) only moves loads later. The
 plans of whole models under 5b also move loads the other way: a KV-cache load issued an
 execute sooner is done before a NoC-heavy layer norm, and the HBM idles beside the norm
 instead of sharing the port with it (Llama2-70B b64 KV4096, elk-paper, `bsp`: Elk-Full at
-the best known plan's pairs 26.41 ms, the same with this pass 25.78 ms, the best known 25.77;
+the best known plan's pairs 26.414 ms, with this pass 25.773, the best known plan 25.774;
 BENCHMARKS.md, "Loads issued sooner").
 
 The pass takes, in program order, each data-moving load and tries issuing it 1..AHEAD
@@ -16,10 +16,11 @@ pending) and is priced with the resumable replay (heuristics.replay: exact where
 re-timing catches up with the old one within HORIZON executes, else a guess that is timed
 exactly before a try is kept). The try with the shortest makespan is kept if it shortens the
 makespan, and the load is tried again from its new place; the pass sweeps the program until
-a sweep changes nothing (at most `sweeps` times). Trying two executes sooner, not one only,
-finds the loads that gain only once past two executes (the first step alone ties). Under
-separate-noc the same moves are tried: no port is shared there, but a load that starts
-sooner can still let its execute start sooner.
+a sweep changes nothing (at most `sweeps` times). A load may gain only once it is several
+executes sooner, the steps before tying: on Elk-Full's plan of Llama2-70B b64 KV4096 the pass
+ends at 27.456 ms trying one or two executes, at 26.670 trying up to four, and six or eight
+add nothing. Under separate-noc the same moves are tried: no port is shared there, but a load
+that starts sooner can still let its execute start sooner.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from elk_opt.problem import Choice, Instance, Instr, Timing
 from heuristics.delays import HORIZON
 from heuristics.replay import Costs, Issue, Timeline, adopt, replay, retime
 
-AHEAD = 2  # executes sooner a load is tried at, at most, per move
+AHEAD = 4  # executes sooner a load is tried at, at most, per move
 
 
 @dataclass(frozen=True)
