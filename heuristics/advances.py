@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from elk_opt.deadline import NO_DEADLINE, Deadline
+from elk_opt.evaluate import evaluate
 from elk_opt.problem import Choice, Instance, Instr, Timing
 from heuristics.delays import HORIZON
 from heuristics.replay import Costs, Issue, Timeline, adopt, replay, retime
@@ -46,20 +47,10 @@ class Advanced:
 
 def sram_slack(instance: Instance, choice: Sequence[Choice], program: Sequence[Instr]
                ) -> list[int]:
-    """Per execute position: the SRAM bytes R5 leaves free there."""
-    load_space = [op.preload_by_id[c.preload].space_bytes
-                  for op, c in zip(instance.ops, choice, strict=True)]
-    held = [max(op.exec_by_id[c.exec].space_bytes, space)
-            for op, c, space in zip(instance.ops, choice, load_space, strict=True)]
-    slack = []
-    pending = 0
-    for kind, j in program:
-        if kind == "P":
-            pending += load_space[j]
-        else:
-            pending -= load_space[j]
-            slack.append(instance.chip.sram_bytes - held[j] - pending)
-    return slack
+    """Per execute position: the SRAM bytes R5 leaves free there (the evaluator's R5 sums,
+    which do not depend on the timing)."""
+    held = evaluate(instance, choice, program, timing="separate-noc").sram_bytes
+    return [instance.chip.sram_bytes - held[j] for kind, j in program if kind == "E"]
 
 
 def advance_loads(instance: Instance, choice: Sequence[Choice], program: Sequence[Instr],

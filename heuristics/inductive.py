@@ -439,7 +439,8 @@ def schedule_best(instance: Instance, order: Sequence[int], sets: Sequence[Ladde
     ties). With `reorder`, the best schedule in the preload order given is kept beside it
     (`kept_order`: what the same call without `reorder` returns). Once `deadline` passes, the
     best so far, marked `stopped` (None if none was finished)."""
-    best = in_order = None
+    best = None
+    in_order: tuple[Decisions, Delayed, LadderSet, int | None] | None = None
     tries = [(region, lad) for region in regions for lad in sets]
     for k, (region, lad) in enumerate(tries):
         try:
@@ -452,9 +453,9 @@ def schedule_best(instance: Instance, order: Sequence[int], sets: Sequence[Ladde
         decisions = got[0]
         delayed = delay_loads(instance, decisions.choice, decisions.program, timing, False,
                               sweeps if aware.hold else 0, deadline)
-        if reorder and (in_order is None or delayed.makespan_ns < in_order.makespan_ns):
-            in_order = _scheduled(decisions, delayed, lad, region)
         if reorder:
+            if in_order is None or delayed.makespan_ns < in_order[1].makespan_ns:
+                in_order = (decisions, delayed, lad, region)
             delayed = delay_loads(instance, decisions.choice, delayed.program, timing, True,
                                   sweeps if aware.hold else 0, deadline)
         if best is None or delayed.makespan_ns < best.makespan_ns:
@@ -462,7 +463,8 @@ def schedule_best(instance: Instance, order: Sequence[int], sets: Sequence[Ladde
         if k + 1 < len(tries) and deadline.passed():
             break
     if best is not None:
-        best = dataclasses.replace(best, stopped=deadline.passed(), kept_order=in_order)
+        best = dataclasses.replace(best, stopped=deadline.passed(),
+                                   kept_order=None if in_order is None else _scheduled(*in_order))
     return best
 
 
