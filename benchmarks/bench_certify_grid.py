@@ -9,11 +9,13 @@ paper's "94.84% of Ideal" stands for). Each finished configuration is saved at o
 `DIR/certify_grid.md` and `.csv`. With `--continue`, each configuration already in DIR is
 certified again from its saved certificate for another budget (`certify` continuing it: never
 worse), so a folder run again and again keeps every configuration's best certificate; the row
-then counts the runs and their total time.
+then counts the runs and their total time. `--start PLAN` (one configuration only) offers a
+plan from elsewhere as one more start (`elk-opt certify --start`); the certificate's phases
+name it.
 
     python benchmarks/bench_certify_grid.py -o DIR [--time-limit 120] [--threads 2]
         [--models llama2-13b,...] [--batches 16,32,64] [--kv 2048,4096]
-        [--cost-models elk-paper,analytic] [--continue]
+        [--cost-models elk-paper,analytic] [--continue] [--start PLAN]
 """
 
 from __future__ import annotations
@@ -27,10 +29,11 @@ import time
 from pathlib import Path
 
 from elk_opt.api import certify, solve
+from elk_opt.certification.certificate import read_plan_or_certificate
 from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.frontend.zoo import model_instance
 from elk_opt.io import read_json, save_json, save_plan
-from elk_opt.problem import Instance
+from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.paper import BATCHES, KV_LENS, MODELS
 
@@ -44,7 +47,8 @@ def _csv_list(text: str, kind: type = str) -> list:
 
 
 def run_cell(model: str, batch: int, kv: int, cost_model: str, budget: float,
-             threads: int, cells: Path, again: bool = False) -> dict:
+             threads: int, cells: Path, again: bool = False,
+             starts: tuple[Plan, ...] = ()) -> dict:
     key = f"{model}-b{batch}-kv{kv}-{cost_model}"
     done = cells / f"{key}.json"
     saved = cells / f"{key}.cert.json.gz"
@@ -62,7 +66,8 @@ def run_cell(model: str, batch: int, kv: int, cost_model: str, budget: float,
         source = read_json(saved)
         elk_full_ns, ops = before["elk_full_ns"], before["ops"]
     started = time.perf_counter()
-    cert = certify(source, timing="shared-noc", time_limit_s=budget, threads=threads)
+    cert = certify(source, timing="shared-noc", time_limit_s=budget, threads=threads,
+                   starts=starts)
     wall = time.perf_counter() - started
     best = max((b for b in cert["bounds"] if b["ns"] is not None), key=lambda b: b["ns"])
     row = {"model": model, "batch": batch, "kv": kv, "cost_model": cost_model,
@@ -118,7 +123,16 @@ def main() -> None:
     p.add_argument("--continue", dest="again", action="store_true",
                    help="certify the configurations already in DIR again, from their saved "
                         "certificates, for another budget")
+    p.add_argument("--start", type=Path, default=None,
+                   help="a plan (or certificate) of the one configuration chosen, offered as "
+                        "one more start")
     args = p.parse_args()
+    starts: tuple[Plan, ...] = ()
+    if args.start is not None:
+        chosen = [_csv_list(x) for x in (args.cost_models, args.models, args.batches, args.kv)]
+        if any(len(c) != 1 for c in chosen):
+            p.error("--start takes one configuration: one model, batch, KV and cost model")
+        starts = (read_plan_or_certificate(str(args.start))[0],)
     cells = args.output / "cells"
     cells.mkdir(parents=True, exist_ok=True)
     rows = []
@@ -127,7 +141,7 @@ def main() -> None:
             for batch in _csv_list(args.batches, int):
                 for kv in _csv_list(args.kv, int):
                     row = run_cell(model, batch, kv, cost_model, args.time_limit, args.threads,
-                                   cells, args.again)
+                                   cells, args.again, starts)
                     print(f"{model} b{batch} kv{kv} {cost_model}: plan {row['plan_ns']:,} "
                           f"({row['plan_method']}), bound {row['bound_ns']:,} "
                           f"({row['bound_name']}), gap {100 * row['gap']:.2f}%, "

@@ -8,6 +8,7 @@ this module stays cheap.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -324,8 +325,8 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
 
 
 def certify(instance_or_plan: Instance | Plan | dict[str, Any], *, timing: Timing | None = None,
-            time_limit_s: float = 600.0, threads: int = 2,
-            progress: bool = False) -> dict[str, Any]:
+            time_limit_s: float = 600.0, threads: int = 2, progress: bool = False,
+            starts: Sequence[Plan] = ()) -> dict[str, Any]:
     """An `elk-certificate/1` document, as `elk-opt certify -o` writes it: the best plan and
     lower bound found within `time_limit_s` seconds of wall clock (or the given plan, kept,
     with a faster one found on the way under `better_plan`). Given a certificate (a parsed
@@ -333,13 +334,16 @@ def certify(instance_or_plan: Instance | Plan | dict[str, Any], *, timing: Timin
 
     `timing`: default a plan's own, else shared-noc; a plan or certificate with another
     timing is a UsageError, and so is a plan that fails `verify` or a certificate that does
-    not hold. `progress`: the running best plan, bound and gap on stderr. The search stops
-    early when a bound meets the best plan.
+    not hold. `progress`: the running best plan, bound and gap on stderr. `starts`: plans of
+    the same instance from other tools, searched from as well and certified if the fastest
+    (`elk-opt certify --start`; each must pass `verify`). The search stops early when a
+    bound meets the best plan.
     """
     from elk_opt.certification.run import certify as run
 
+    named = [(f"start {i + 1}", plan) for i, plan in enumerate(starts)]
     return run(instance_or_plan, timing=timing, time_limit_s=time_limit_s, threads=threads,
-               progress=progress)
+               progress=progress, starts=named)
 
 
 def check_certificate(certificate: dict[str, Any] | str | Path, *,

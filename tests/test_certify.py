@@ -48,7 +48,7 @@ from elk_opt.certification.search import (
 from elk_opt.certification.worker import Task, TimedOut, Worker
 from elk_opt.cli import main
 from elk_opt.errors import UsageError
-from elk_opt.io import plan_to_dict, save_instance, save_plan
+from elk_opt.io import plan_from_dict, plan_to_dict, save_instance, save_plan
 from elk_opt.methods import solve
 from elk_opt.problem import TIMINGS
 from elk_opt.solution import SolveOptions, make_plan
@@ -286,6 +286,36 @@ def test_a_plan_in_another_execution_order_gets_only_bounds_for_any_order(worker
     assert any("execution order" in p for p in check(doc).problems)
 
 
+def test_a_start_from_another_tool_is_searched_from_and_certified_if_fastest(worker):
+    instance = elk_opt.synthetic_instance(ops=6, plans=2, seed=3)
+    best = enumerate_optimum(instance)
+    start = make_plan(instance, best.choice, best.program, method="other-tool", started=0.0,
+                      timing="separate-noc")
+    doc = certify(instance, timing="separate-noc", time_limit_s=6, threads=1, worker=worker,
+                  starts=[("theirs.json", start)])
+    first = doc["search"]["phases"][0]
+    assert first["phase"] == "start"
+    assert first["outcome"] == f"theirs.json: {best.makespan_ns:,} ns (other-tool) (best so far)"
+    # nothing beats the optimum, and a plan that only ties it does not replace it
+    assert doc["makespan_ns"] == best.makespan_ns
+    assert doc["plan"]["claims"]["method"] == "other-tool"
+    assert doc["plan"]["claims"]["params"] == {"start": "theirs.json"}
+    assert doc["plan"]["program"] == plan_to_dict(start)["program"]
+    assert_holds(doc)
+
+
+def test_a_start_in_another_execution_order_is_recorded_but_not_kept(worker):
+    instance = tiny_instance([(10, 5, 20, 8, 1), (30, 5, 10, 8, 0)], inputs=[(), ()])
+    start = make_plan(instance, [elk_opt.Choice(0, 0)] * 2, parse("P1 E1 P0 E0"),
+                      method="tool", started=0.0, timing="separate-noc")
+    doc = certify(instance, timing="separate-noc", time_limit_s=3, threads=1, worker=worker,
+                  starts=[("free.json", start)])
+    first = doc["search"]["phases"][0]
+    assert first["phase"] == "start" and "not kept" in first["outcome"]
+    assert exec_order(plan_from_dict(doc["plan"])) == "instance"
+    assert_holds(doc)
+
+
 def _bounds_by_name(doc: dict) -> dict[str, int]:
     return {b["name"]: b["ns"] for b in doc["bounds"] if b["ns"] is not None}
 
@@ -512,6 +542,29 @@ def test_a_plan_breaking_the_rules_is_not_certified(files, tmp_path, capsys):
     assert not cert.exists()
 
 
+def test_a_start_breaking_the_rules_is_refused_with_its_violations(files, tmp_path, capsys):
+    inst, plan = files
+    doc = json.loads(plan.read_text())
+    doc["claims"]["makespan_ns"] += 1  # R6
+    plan.write_text(json.dumps(doc))
+    cert = tmp_path / "cert.json"
+    assert main(["certify", str(inst), "--start", str(plan), "-q", "-o", str(cert)]) == 1
+    err = capsys.readouterr().err
+    assert str(plan) in err and "R6" in err
+    assert not cert.exists()
+
+
+def test_the_command_takes_a_start_and_names_it_in_the_certificate(files, tmp_path):
+    inst, plan = files
+    cert = tmp_path / "cert.json"
+    assert main(["certify", str(inst), "--start", str(plan), "--time-limit", "4",
+                 "--threads", "1", "-q", "-o", str(cert)]) == 0
+    doc = json.loads(cert.read_text())
+    assert doc["search"]["phases"][0]["phase"] == "start"
+    assert doc["search"]["phases"][0]["outcome"].startswith(f"{plan}: ")
+    assert_holds(doc)
+
+
 def _bad(kind: str, inst: Path, plan: Path, tmp_path: Path) -> tuple[list[str], list[str]]:
     """argv and the words its one error line must hold."""
     cert = str(tmp_path / "cert.json")
@@ -536,6 +589,18 @@ def _bad(kind: str, inst: Path, plan: Path, tmp_path: Path) -> tuple[list[str], 
     if kind == "output folder missing":
         return ["certify", str(inst), "-o", str(tmp_path / "no" / "cert.json")], \
             ["does not exist"]
+    if kind == "start of another instance":
+        other = tmp_path / "other.json"
+        save_plan(other, solve(elk_opt.synthetic_instance(ops=5, plans=2, seed=1), "basic",
+                               SolveOptions(timing="separate-noc")))
+        return ["certify", str(inst), "--start", str(other), "-o", cert], \
+            [str(other), "instance"]
+    if kind == "start unreadable":
+        bad = tmp_path / "bad.json"
+        bad.write_text("{")
+        return ["certify", str(inst), "--start", str(bad), "-o", cert], [str(bad), "JSON"]
+    if kind == "start with --check":
+        return ["certify", "--check", str(plan), "--start", str(plan)], ["--start"]
     if kind == "unreadable certificate":
         inst.write_text('{"format": "elk-certificate/1", "timing": "shared-noc"}')
         return ["certify", "--check", str(inst)], [str(inst), "makespan_ns"]
@@ -545,7 +610,9 @@ def _bad(kind: str, inst: Path, plan: Path, tmp_path: Path) -> tuple[list[str], 
 @pytest.mark.parametrize("kind", ["timing mismatch", "zero time limit", "negative time limit",
                                   "missing file", "not JSON", "neither format",
                                   "certificate to continue unreadable",
-                                  "output folder missing", "unreadable certificate"])
+                                  "output folder missing", "unreadable certificate",
+                                  "start of another instance", "start unreadable",
+                                  "start with --check"])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(kind, files, tmp_path, capsys):
     inst, plan = files
     argv, words = _bad(kind, inst, plan, tmp_path)

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import math
 import re
+import time
+from collections.abc import Sequence
 from typing import Any
 
-from elk_opt.certification.certificate import build
+from elk_opt.certification.certificate import build, exec_order
 from elk_opt.certification.check import check, is_count
 from elk_opt.certification.search import (
     HEURISTICS,
@@ -71,15 +73,47 @@ def prepare(source: Instance | Plan, *, timing: Timing | None = None,
     if timing is not None and source.timing != timing:
         raise UsageError(f"{name}: the plan's timing is {source.timing}, but {timing} was "
                          "asked for")
-    from verify import check
-
-    report = check(plan_to_dict(source))
-    if report.violations:
-        raise PlanBreaksRules(name, [v.message for v in report.violations])
+    _verified(source, name)
     given_ns = evaluate(source.instance, source.choice, source.program, source.release_ns,
                         timing=source.timing).makespan_ns
     return source.instance, Found(source.timing, float(time_limit_s), threads, given=source,
                                   given_ns=given_ns)
+
+
+def _verified(plan: Plan, name: str) -> None:
+    """PlanBreaksRules unless `plan` passes `verify` (`name` is how messages call it)."""
+    from verify import check as verify_plan
+
+    report = verify_plan(plan_to_dict(plan))
+    if report.violations:
+        raise PlanBreaksRules(name, [v.message for v in report.violations])
+
+
+def offer_starts(instance: Instance, found: Found, starts: Sequence[tuple[str, Plan]]) -> None:
+    """Offer plans from other tools (`certify --start`) as starts: each must be a plan of
+    `instance` and pass `verify`; re-timed under the search's timing, it competes with the
+    plans the search finds (a given plan stays the one certified) and CP-SAT and polish may
+    start from it. `starts` pairs each plan with the name messages and the certificate's
+    phases call it by. A UsageError names a plan of another instance."""
+    for name, plan in starts:
+        started = time.perf_counter()
+        if plan.instance != instance:
+            raise UsageError(f"{name}: a plan of instance {plan.instance.name!r}, not of the "
+                             f"one certified ({instance.name!r})")
+        _verified(plan, name)
+        method = plan.claims.method if plan.claims is not None else "start"
+        timed = make_plan(instance, plan.choice, plan.program, release_ns=plan.release_ns,
+                          method=method, started=started, timing=found.timing,
+                          params={"start": name})
+        ns = timed.claims.makespan_ns
+        if exec_order(timed) != "instance" and not found.free_order:
+            outcome = (f"{name}: {ns:,} ns ({method}), not kept: it executes in another order "
+                       "than the instance's (certify it as the given plan instead)")
+        else:
+            kept = offer_plan(found, timed)
+            outcome = f"{name}: {ns:,} ns ({method})" + (" (best so far)" if kept else "")
+        found.phases.append({"phase": "start", "wall_s": round(time.perf_counter() - started, 3),
+                             "outcome": outcome})
 
 
 def _check_request(timing: Timing | None, time_limit_s: float, threads: int) -> None:
@@ -190,15 +224,18 @@ def document(found: Found) -> dict[str, Any]:
 
 def certify(source: Instance | Plan | dict[str, Any], *, timing: Timing | None = None,
             time_limit_s: float = DEFAULT_TIME_LIMIT_S, threads: int = 2,
-            progress: bool = False, worker: Worker | None = None) -> dict[str, Any]:
+            progress: bool = False, worker: Worker | None = None,
+            starts: Sequence[tuple[str, Plan]] = ()) -> dict[str, Any]:
     """Search within the time limit and return the certificate (elk_opt.certification.search);
     `source` a (parsed) certificate: continue it (module docstring). `worker`: a running one
-    to reuse (default: the search starts its own)."""
+    to reuse (default: the search starts its own). `starts`: (name, plan) pairs offered as
+    starts (`offer_starts`)."""
     if isinstance(source, dict):
         instance, found = prepare_continued(source, timing=timing, time_limit_s=time_limit_s,
                                             threads=threads)
     else:
         instance, found = prepare(source, timing=timing, time_limit_s=time_limit_s,
                                   threads=threads)
+    offer_starts(instance, found, starts)
     search(instance, found, progress=progress, worker=worker)
     return document(found)

@@ -8,8 +8,11 @@ tool), that plan is certified; a faster one found on the way goes in `better_pla
 --timing a plan keeps its own timing (a plan file without one is separate-noc) and an instance
 gets shared-noc. Given a certificate, its search goes on for another budget from its plan and
 bounds (the heuristics are not run again), and the new certificate is never worse than it (a
-certificate of a given plan keeps certifying that plan). The search stops when a bound meets
-the best plan or the time limit passes.
+certificate of a given plan keeps certifying that plan). `--start PLAN` (repeatable) offers a
+plan of the same instance from any tool (or a certificate's plan) as one more start: it must
+pass `verify`, competes with the plans the search finds, and CP-SAT and polish may start from
+it; the certificate's phases name it. The search stops when a bound meets the best plan or the
+time limit passes.
 
 Exit codes: 0 certified (--check: valid); 1 the given plan breaks the rules (--check: the
 certificate is wrong, each problem on one line); 2 unusable input or flags (an unreadable file,
@@ -61,6 +64,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                      f"(default {DEFAULT_TIME_LIMIT_S:g})")
     p.add_argument("--threads", type=positive_int, default=2,
                    help="solver threads (default 2)")
+    p.add_argument("--start", action="append", default=[], metavar="PLAN.json",
+                   help="a plan of the same instance (or a certificate holding one) to start "
+                        "from as well; repeatable")
     p.add_argument("--check", metavar="cert.json", default=None,
                    help="re-check a certificate instead: verify its plan, recompute its "
                         "makespan, gap and bounds")
@@ -73,8 +79,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if args.check is not None:
-        if args.input is not None or args.output is not None:
-            raise UsageError("--check takes the certificate alone (no input file, no -o)")
+        if args.input is not None or args.output is not None or args.start:
+            raise UsageError("--check takes the certificate alone (no input file, no -o, no "
+                             "--start)")
         return _check(args.check, args.max_recompute_s, not args.quiet)
     if args.input is None or args.output is None:
         raise UsageError("give INSTANCE.json, PLAN.json or CERT.json and -o cert.json (or --check "
@@ -100,10 +107,18 @@ def read_source(path: str) -> Instance | Plan | dict[str, Any]:
 
 
 def _certify(args: argparse.Namespace) -> int:
-    from elk_opt.certification.run import PlanBreaksRules, document, prepare, prepare_continued
+    from elk_opt.certification.certificate import read_plan_or_certificate
+    from elk_opt.certification.run import (
+        PlanBreaksRules,
+        document,
+        offer_starts,
+        prepare,
+        prepare_continued,
+    )
     from elk_opt.certification.search import search
 
     source = read_source(args.input)
+    starts = [(path, read_plan_or_certificate(path)[0]) for path in args.start]
     try:
         if isinstance(source, dict):
             instance, found = prepare_continued(source, timing=args.timing,
@@ -112,6 +127,7 @@ def _certify(args: argparse.Namespace) -> int:
         else:
             instance, found = prepare(source, timing=args.timing, time_limit_s=args.time_limit,
                                       threads=args.threads, name=args.input)
+        offer_starts(instance, found, starts)
     except PlanBreaksRules as e:
         print(f"elk-opt certify: {e}", file=sys.stderr)
         for line in e.violations:
