@@ -11,6 +11,8 @@ When the whole plan refuses what the region's model promised (the boundary is ap
 the region reaches one step further on (`depth` + 1) and the window is solved again. Before
 the windows, executes are held back where a load has the port (`lns_holds`: the 5b optimum's
 move on the calibration layer that windows miss), in at most a tenth of the time limit.
+Then loads are issued a few executes sooner where that pays (`lns_advance`: a move windows miss
+when the better place lies past a window's edge), in at most ADVANCE_SHARE of the time limit.
 A kept window is applied to each of its twins (windows of identical layers, same pairs offset
 by offset), each checked on the whole plan, so a repeated layer is solved once. Where a
 twin's neighbourhood differs and the splice is refused, whole layers are copied instead
@@ -73,6 +75,7 @@ from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
 from formulations.fluid_floor import fluid_floor, loads_run_whole, wants_loads_run_whole
 from formulations.ilp import TooLarge, lp_bound
+from formulations.lns_advance import advance_loads
 from formulations.lns_holds import hold_executes
 from formulations.lns_periodic import best_copy, copy_twins, twin_classes
 from formulations.lns_region import (
@@ -90,6 +93,7 @@ from formulations.replay import binding_releases, replay_shared
 KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
          "tries": 2, "certify": False, "periodic": True, "whole": True}
 HOLDS_SHARE = 0.1  # of the time limit, at most, for holding executes back (lns_holds)
+ADVANCE_SHARE = 0.1  # of the time limit, at most, for issuing loads sooner (lns_advance)
 PERIODIC_SHARE = 0.1  # of the time limit, at most, per round of copying layers (lns_periodic)
 FLUID_MAX_OPS = 200  # the fluid floor as a stopping bound up to this size
 WHOLE_MAX_OPS = 64  # up to this size the instance is first solved whole (`_solve_whole`)
@@ -138,7 +142,8 @@ class _Search:
         self.inc = _incumbent(instance, pairs, plan, timing)
         if self.inc.schedule.peak_sram_bytes > instance.chip.sram_bytes:
             raise UsageError("polish: the warm-start plan breaks rule R5 (SRAM)")
-        self.improved = self.twins_applied = self.held = self.layers_copied = 0
+        self.improved = self.twins_applied = self.held = self.advanced = 0
+        self.layers_copied = 0
         self.whole_solved = False  # the plan came from the whole instance solved (`_solve_whole`)
         self.refused_copied = 0  # refused windows whose layers, copied, gained
         # the twin layer classes, for copies (`periodic`; the plan is in the instance's order)
@@ -270,6 +275,15 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             search.held = count
             say(f"  executes held back: {count}, {search.inc.schedule.makespan_ns:,} ns",
                 enabled=options.progress)
+        if not meets_floor():
+            until = None if deadline is None else \
+                time.perf_counter() + ADVANCE_SHARE * options.time_limit_s
+            sooner, count = advance_loads(instance, search.inc.plan, until,
+                                          lambda: interrupt.seen)
+            if count and search.adopt(sooner):
+                search.advanced = count
+                say(f"  loads issued sooner: {count}, {search.inc.schedule.makespan_ns:,} ns",
+                    enabled=options.progress)
         if knobs["whole"] and n <= WHOLE_MAX_OPS and not meets_floor() and not interrupt.seen:
             _solve_whole(search, options, floor, deadline, window_time)
         while not interrupt.seen:
@@ -347,6 +361,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     params = {"exec_order": "instance", **knobs, "passes": passes,
               "windows_solved": windows_solved, "windows_improved": search.improved,
               "twins_applied": search.twins_applied, "executes_held": search.held,
+              "loads_advanced": search.advanced,
               "layers_copied": search.layers_copied, "refused_copied": search.refused_copied,
               "whole_instance_bound_ns": search.bound, "whole_solved": search.whole_solved,
               "fluid_contiguous_ns": search.contiguous, "fluid_mip_plan": search.replayed,

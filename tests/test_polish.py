@@ -16,9 +16,10 @@ from elk_opt.evaluate import evaluate, evaluate_plan
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import load_instance, plan_to_dict
 from elk_opt.methods import solve as run_method
-from elk_opt.problem import Plan
-from elk_opt.solution import SolveOptions
+from elk_opt.problem import Choice, Plan
+from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import feasible_pairs
+from formulations.lns_advance import advance_loads
 from formulations.lns_holds import hold_executes
 from formulations.lns_periodic import (
     anchors,
@@ -28,11 +29,11 @@ from formulations.lns_periodic import (
     program_of,
     twin_classes,
 )
-from formulations.lns_region import region_model, region_of, splice
+from formulations.lns_region import move_key, region_model, region_of, splice
 from formulations.lns_windows import windows
 from formulations.polish import _incumbent, _loads_run_whole, _Search
 from tests.strategies import random_instances, synthetic_instances
-from tests.tiny import port_instance
+from tests.tiny import parse, port_instance
 from verify import check
 
 TIMINGS = ("separate-noc", "shared-noc")
@@ -238,6 +239,46 @@ def test_holding_executes_back_never_worsens_a_plan(instance):
     assert after.makespan_ns <= plan.claims.makespan_ns
     assert (count == 0) == (held is plan)
     assert after.peak_sram_bytes <= instance.chip.sram_bytes
+
+
+def test_a_load_issued_sooner_drops_the_release_that_held_it():
+    # op 1's load waits for op 0's execute and for a release at its end; issued before E0
+    # and released at once, it runs beside E0: 45 -> 35 ns
+    instance = port_instance([(10, 0, 20, 0), (10, 0, 5, 0)])
+    choice = [Choice(exec=0, preload=0)] * 2
+    plan = make_plan(instance, choice, parse("P0 E0 P1 E1"), release_ns={("P", 1): 30},
+                     method="test", started=0.0, timing="separate-noc")
+    assert plan.claims.makespan_ns == 45
+    sooner, count = advance_loads(instance, plan, None)
+    assert count == 1 and sooner.program == tuple(parse("P0 P1 E0 E1"))
+    assert ("P", 1) not in sooner.release_ns
+    assert evaluate_plan(sooner).makespan_ns == 35
+
+
+@settings(max_examples=20, deadline=None)
+@given(random_instances(max_ops=7, max_plans=3, noc=True), st.sampled_from(TIMINGS),
+       st.sampled_from(["basic", "elk-dyn"]), st.data())
+def test_issuing_loads_sooner_never_worsens_a_plan_and_keeps_the_rules(instance, timing, warm,
+                                                                        data):
+    plan = run_method(instance, warm, SolveOptions(timing=timing))
+    # releases at the loads' own starts or later, as polish's plans carry
+    start = evaluate_plan(plan)
+    loads = [j for kind, j in plan.program if kind == "P"]
+    held = data.draw(st.lists(st.sampled_from(loads), unique=True, max_size=3)) if loads else []
+    release = {("P", j): start.load_start[j] + data.draw(st.integers(0, 20)) for j in held}
+    plan = make_plan(instance, plan.choice, plan.program, release_ns=release, method="test",
+                     started=0.0, timing=timing)
+    sooner, count = advance_loads(instance, plan, None)
+    assert (count == 0) == (sooner is plan)
+    before, after = evaluate_plan(plan), evaluate_plan(sooner)
+    assert move_key(after) <= move_key(before)
+    assert count == 0 or move_key(after) < move_key(before)
+    assert after.peak_sram_bytes <= instance.chip.sram_bytes
+    assert [i for i in sooner.program if i[0] == "E"] == [i for i in plan.program if i[0] == "E"]
+    timed = make_plan(instance, sooner.choice, sooner.program, release_ns=sooner.release_ns,
+                      method="test", started=0.0, timing=timing)
+    report = check(plan_to_dict(timed))
+    assert report.valid, report.violations
 
 
 def test_a_window_covering_the_instance_proves_its_optimum():

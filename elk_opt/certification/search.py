@@ -733,7 +733,7 @@ def _leaves_contiguous_to_cpsat(instance: Instance, found: Found) -> bool:
 POLISH_MOVES = (("windows_improved", "windows improved"), ("twins_applied", "twins applied"),
                 ("layers_copied", "layer classes copied"),
                 ("refused_copied", "refused windows copied"), ("executes_held", "executes held"),
-                ("whole_solved", "solved whole"),
+                ("loads_advanced", "loads issued sooner"), ("whole_solved", "solved whole"),
                 ("fluid_mip_plan", "plan read from the fluid MIP"))
 
 
