@@ -531,24 +531,16 @@ def test_the_command_certifies_an_instance_and_checks_it(files, tmp_path, capsys
     assert main(["certify", "--check", str(cert), "-q"]) == 0
 
 
-def test_a_plan_breaking_the_rules_is_not_certified(files, tmp_path, capsys):
-    _, plan = files
-    doc = json.loads(plan.read_text())
-    doc["claims"]["makespan_ns"] += 1  # R6
-    plan.write_text(json.dumps(doc))
-    cert = tmp_path / "cert.json"
-    assert main(["certify", str(plan), "-q", "-o", str(cert)]) == 1
-    assert "R6" in capsys.readouterr().err
-    assert not cert.exists()
-
-
-def test_a_start_breaking_the_rules_is_refused_with_its_violations(files, tmp_path, capsys):
+@pytest.mark.parametrize("as_start", [False, True])
+def test_a_plan_breaking_the_rules_is_not_certified_nor_started_from(files, tmp_path, capsys,
+                                                                     as_start):
     inst, plan = files
     doc = json.loads(plan.read_text())
     doc["claims"]["makespan_ns"] += 1  # R6
     plan.write_text(json.dumps(doc))
     cert = tmp_path / "cert.json"
-    assert main(["certify", str(inst), "--start", str(plan), "-q", "-o", str(cert)]) == 1
+    source = [str(inst), "--start", str(plan)] if as_start else [str(plan)]
+    assert main(["certify", *source, "-q", "-o", str(cert)]) == 1
     err = capsys.readouterr().err
     assert str(plan) in err and "R6" in err
     assert not cert.exists()
