@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.problem import Instance, Instr, Plan
+from formulations.common import chosen_load_ns
 from formulations.lns_region import move_key
 
 AHEAD = 4  # executes sooner a load is tried at, at most, per move
@@ -33,7 +34,7 @@ AHEAD = 4  # executes sooner a load is tried at, at most, per move
 def advance_loads(instance: Instance, plan: Plan, deadline: float | None,
                   stop: Callable[[], bool] = lambda: False) -> tuple[Plan, int]:
     """The plan with loads issued sooner where that pays, and how many moves were kept."""
-    ops, sram = instance.ops, instance.chip.sram_bytes
+    sram = instance.chip.sram_bytes
     program: list[Instr] = list(plan.program)
     release: dict[Instr, int] = dict(plan.release_ns)
 
@@ -43,8 +44,8 @@ def advance_loads(instance: Instance, plan: Plan, deadline: float | None,
 
     best = timed(program, release)
     assert best is not None, "polish's incumbent obeys R5"
-    moving = [j for kind, j in program if kind == "P"
-              and ops[j].preload_by_id[plan.choice[j].preload].load_ns > 0]
+    load_ns = chosen_load_ns(instance, plan.choice)
+    moving = [j for kind, j in program if kind == "P" and load_ns[j] > 0]
     kept = 0
     for j in moving:
         while not stop() and (deadline is None or time.perf_counter() < deadline):
