@@ -12,7 +12,8 @@ the region reaches one step further on (`depth` + 1) and the window is solved ag
 the windows, executes are held back where a load has the port (`lns_holds`: the 5b optimum's
 move on the calibration layer that windows miss), in at most a tenth of the time limit.
 Then loads are issued a few executes sooner where that pays (`lns_advance`: a move windows miss
-when the better place lies past a window's edge), in at most ADVANCE_SHARE of the time limit.
+when the better place lies past a window's edge), in at most ADVANCE_SHARE of the time limit,
+and again after each pass of windows that gained nothing, before the windows grow.
 A kept window is applied to each of its twins (windows of identical layers, same pairs offset
 by offset), each checked on the whole plan, so a repeated layer is solved once. Where a
 twin's neighbourhood differs and the splice is refused, whole layers are copied instead
@@ -275,15 +276,21 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             search.held = count
             say(f"  executes held back: {count}, {search.inc.schedule.makespan_ns:,} ns",
                 enabled=options.progress)
-        if not meets_floor():
-            until = None if deadline is None else \
-                time.perf_counter() + ADVANCE_SHARE * options.time_limit_s
+
+        def advance() -> bool:  # in at most ADVANCE_SHARE of the time limit, each time
+            until = None if deadline is None else min(
+                deadline, time.perf_counter() + ADVANCE_SHARE * options.time_limit_s)
             sooner, count = advance_loads(instance, search.inc.plan, until,
                                           lambda: interrupt.seen)
-            if count and search.adopt(sooner):
-                search.advanced = count
-                say(f"  loads issued sooner: {count}, {search.inc.schedule.makespan_ns:,} ns",
-                    enabled=options.progress)
+            if not (count and search.adopt(sooner)):
+                return False
+            search.advanced += count
+            say(f"  loads issued sooner: {count}, {search.inc.schedule.makespan_ns:,} ns",
+                enabled=options.progress)
+            return True
+
+        if not meets_floor():
+            advance()
         if knobs["whole"] and n <= WHOLE_MAX_OPS and not meets_floor() and not interrupt.seen:
             _solve_whole(search, options, floor, deadline, window_time)
         while not interrupt.seen:
@@ -328,6 +335,8 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
                 stopped = "interrupted" if interrupt.seen else "time limit"
                 break
+            if not gained and not whole and not meets_floor():
+                gained = advance()  # the windows moved loads: some may go sooner now
             dry = 0 if gained else dry + 1
             if whole and not gained:
                 stopped = "whole instance"  # the one window was the whole problem

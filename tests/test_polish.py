@@ -18,6 +18,7 @@ from elk_opt.io import load_instance, plan_to_dict
 from elk_opt.methods import solve as run_method
 from elk_opt.problem import Choice, Plan
 from elk_opt.solution import SolveOptions, make_plan
+from formulations import polish
 from formulations.common import feasible_pairs
 from formulations.lns_advance import advance_loads
 from formulations.lns_holds import hold_executes
@@ -253,6 +254,29 @@ def test_a_load_issued_sooner_drops_the_release_that_held_it():
     assert count == 1 and sooner.program == tuple(parse("P0 P1 E0 E1"))
     assert ("P", 1) not in sooner.release_ns
     assert evaluate_plan(sooner).makespan_ns == 35
+
+
+def test_loads_are_issued_sooner_again_after_a_pass_of_windows_gains_nothing(monkeypatch):
+    """The windows move loads, so the sweep runs again before the windows grow (here the
+    second sweep finds 2 moves after the first's 8); `loads_advanced` counts every sweep's."""
+    swept: list[int] = []
+
+    def recording(*args, **kwargs):
+        plan, count = advance_loads(*args, **kwargs)
+        swept.append(count)
+        return plan, count
+
+    monkeypatch.setattr(polish, "advance_loads", recording)
+    instance = synthetic_instance(ops=36, plans=4, seed=5, tightness=0.6)
+    start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
+    plan = run_method(instance, "polish", SolveOptions(
+        threads=1, work_limit=0.1, timing="shared-noc", warm_start="basic", warm_plan=start,
+        params={"margin": 1}))
+    _holds(plan, start.claims.makespan_ns)
+    # it stops after two passes where neither the windows nor the sweep after them gained
+    assert plan.claims.params["stopped"] == "local optimum"
+    assert len(swept) >= 3 and swept[-2:] == [0, 0]
+    assert plan.claims.params["loads_advanced"] == sum(swept) > 0
 
 
 @settings(max_examples=20, deadline=None)
