@@ -12,9 +12,11 @@ OPT-30B b32 KV4096 from 1.83% to 0.99% (BENCHMARKS.md, "Starts from elsewhere, l
 sooner in `polish`").
 
 Polish sweeps once before its windows and again after each pass of windows that gained
-nothing, since the windows move loads too. The gains measured so far are small: on the
-grid's Llama2-13B b32 KV4096 elk-paper certificate (polish, 600 s) the sweep after the eighth
-pass kept 2 moves (9,409,305 -> 9,409,293 ns); on its b64 KV4096 certificate none.
+nothing, since the windows move loads too (knob `sooner`). On 16 four-layer zoo slices run
+to polish's local optimum (`benchmarks/bench_sooner.py`) the sweeps after dry passes ended
+lower on 6 (by up to 2.49%), higher on 2 (by up to 0.33%), a geometric mean of -0.32%; on
+whole-model certificates they kept a few moves or none (BENCHMARKS.md, "Loads issued sooner
+again").
 
 Each data-moving load, in program order, is tried 1..AHEAD executes sooner, as the last load
 issued there (so it may pass loads issued after that point), with its release dropped (a

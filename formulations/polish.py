@@ -13,7 +13,8 @@ the windows, executes are held back where a load has the port (`lns_holds`: the 
 move on the calibration layer that windows miss), in at most a tenth of the time limit.
 Then loads are issued a few executes sooner where that pays (`lns_advance`: a move windows miss
 when the better place lies past a window's edge), in at most ADVANCE_SHARE of the time limit,
-and again after each pass of windows that gained nothing, before the windows grow.
+and again after each pass of windows that gained nothing, before the windows grow (knob
+`sooner`: 2, the default; 1 only before the windows; 0 never).
 A kept window is applied to each of its twins (windows of identical layers, same pairs offset
 by offset), each checked on the whole plan, so a repeated layer is solved once. Where a
 twin's neighbourhood differs and the splice is refused, whole layers are copied instead
@@ -92,7 +93,7 @@ from formulations.lns_windows import Window, ranked, signature, windows
 from formulations.replay import binding_releases, replay_shared
 
 KNOBS = {"layers": 0, "width": 10, "stride": 12, "margin": 2, "depth": 0, "window_time": 10.0,
-         "tries": 2, "certify": False, "periodic": True, "whole": True}
+         "tries": 2, "certify": False, "periodic": True, "whole": True, "sooner": 2}
 HOLDS_SHARE = 0.1  # of the time limit, at most, for holding executes back (lns_holds)
 ADVANCE_SHARE = 0.1  # of the time limit, at most, for issuing loads sooner (lns_advance)
 PERIODIC_SHARE = 0.1  # of the time limit, at most, per round of copying layers (lns_periodic)
@@ -125,11 +126,13 @@ def _knobs(params: dict) -> dict:
           and all(isinstance(out[k], int) and not isinstance(out[k], bool) and out[k] >= 0
                   for k in ("layers", "margin", "depth"))
           and isinstance(out["window_time"], int | float) and out["window_time"] > 0
+          and isinstance(out["sooner"], int) and not isinstance(out["sooner"], bool)
+          and out["sooner"] in (0, 1, 2)
           and all(isinstance(out[k], bool) for k in ("certify", "periodic", "whole")))
     if not ok:
         raise UsageError("polish needs integers width, stride, tries >= 1 and layers, "
-                         "margin, depth >= 0, a number window_time > 0 and booleans certify, "
-                         "periodic and whole; "
+                         "margin, depth >= 0, a number window_time > 0, booleans certify, "
+                         "periodic and whole, and sooner 0, 1 or 2; "
                          f"got {out}")
     return out
 
@@ -289,7 +292,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
                 enabled=options.progress)
             return True
 
-        if not meets_floor():
+        if knobs["sooner"] and not meets_floor():
             advance()
         if knobs["whole"] and n <= WHOLE_MAX_OPS and not meets_floor() and not interrupt.seen:
             _solve_whole(search, options, floor, deadline, window_time)
@@ -335,7 +338,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             if interrupt.seen or (rest is not None and rest <= LIMIT_MARGIN_S):
                 stopped = "interrupted" if interrupt.seen else "time limit"
                 break
-            if not gained and not whole and not meets_floor():
+            if knobs["sooner"] == 2 and not gained and not whole and not meets_floor():
                 gained = advance()  # the windows moved loads: some may go sooner now
             dry = 0 if gained else dry + 1
             if whole and not gained:

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from elk_opt.bounds.cheap import best_cheap_bound
+from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate, evaluate_plan
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import load_instance, plan_to_dict
@@ -258,7 +259,8 @@ def test_a_load_issued_sooner_drops_the_release_that_held_it():
 
 def test_loads_are_issued_sooner_again_after_a_pass_of_windows_gains_nothing(monkeypatch):
     """The windows move loads, so the sweep runs again before the windows grow (here the
-    second sweep finds 2 moves after the first's 8); `loads_advanced` counts every sweep's."""
+    second sweep finds 2 moves after the first's 8); `loads_advanced` counts every sweep's.
+    The knob `sooner` 1 sweeps once, 0 never."""
     swept: list[int] = []
 
     def recording(*args, **kwargs):
@@ -277,6 +279,16 @@ def test_loads_are_issued_sooner_again_after_a_pass_of_windows_gains_nothing(mon
     assert plan.claims.params["stopped"] == "local optimum"
     assert len(swept) >= 3 and swept[-2:] == [0, 0]
     assert plan.claims.params["loads_advanced"] == sum(swept) > 0
+    for sooner, sweeps in ((1, 1), (0, 0)):  # the knob: once before the windows, or never
+        swept.clear()
+        run_method(instance, "polish", SolveOptions(
+            threads=1, work_limit=0.1, timing="shared-noc", warm_start="basic",
+            warm_plan=start, params={"margin": 1, "sooner": sooner}))
+        assert len(swept) == sweeps
+    for bad in (3, True, 1.0, "2"):
+        with pytest.raises(UsageError, match="sooner 0, 1 or 2"):
+            run_method(instance, "polish", SolveOptions(
+                warm_start="basic", warm_plan=start, params={"sooner": bad}))
 
 
 @settings(max_examples=20, deadline=None)
