@@ -13,8 +13,9 @@ the windows, executes are held back where a load has the port (`lns_holds`: the 
 move on the calibration layer that windows miss), in at most a tenth of the time limit.
 Then loads are issued a few executes sooner where that pays (`lns_advance`: a move windows miss
 when the better place lies past a window's edge), in at most ADVANCE_SHARE of the time limit,
-and again after each pass of windows that gained nothing, before the windows grow (knob
-`sooner`: 2, the default; 1 only before the windows; 0 never).
+and again after each pass of windows that gained nothing, before the windows grow, unless a
+finished sweep found nothing on that same plan (knob `sooner`: 2, the default; 1 only before
+the windows; 0 never).
 A kept window is applied to each of its twins (windows of identical layers, same pairs offset
 by offset), each checked on the whole plan, so a repeated layer is solved once. Where a
 twin's neighbourhood differs and the splice is refused, whole layers are copied instead
@@ -280,12 +281,19 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
             say(f"  executes held back: {count}, {search.inc.schedule.makespan_ns:,} ns",
                 enabled=options.progress)
 
+        fruitless: Plan | None = None  # the plan a finished sweep last found nothing on
+
         def advance() -> bool:  # in at most ADVANCE_SHARE of the time limit, each time
+            nonlocal fruitless
+            if fruitless is search.inc.plan:
+                return False  # the sweep would repeat itself move for move
             until = None if deadline is None else min(
                 deadline, time.perf_counter() + ADVANCE_SHARE * options.time_limit_s)
             sooner, count = advance_loads(instance, search.inc.plan, until,
                                           lambda: interrupt.seen)
             if not (count and search.adopt(sooner)):
+                finished = not interrupt.seen and (until is None or time.perf_counter() < until)
+                fruitless = search.inc.plan if finished else None
                 return False
             search.advanced += count
             say(f"  loads issued sooner: {count}, {search.inc.schedule.makespan_ns:,} ns",
