@@ -289,6 +289,7 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
           fluid_sram_max_ops: int = limits.FLUID_SRAM_MAX_OPS,
           fluid_milp_max_ops: int = limits.FLUID_MILP_MAX_OPS,
           fluid_contiguous_max_ops: int = limits.FLUID_CONTIGUOUS_MAX_OPS,
+          fluid_split_max_ops: int = limits.FLUID_SPLIT_MAX_OPS,
           window: int = limits.WINDOW_OPS, window_time_s: float = limits.WINDOW_TIME_S,
           layers: int = limits.LAYERS, layers_time_s: float = limits.LAYERS_TIME_S,
           layers_mip_time_s: float = limits.LAYERS_MIP_TIME_S,
@@ -303,7 +304,9 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     `fluid_max_ops` ops, `fluid_time_s`), the fluid LP with SRAM (up to `fluid_sram_max_ops`
     ops, the same time) and its MIP, pairs and pending loads whole (up to
     `fluid_milp_max_ops` ops, the same time) and that MIP with one load running at each
-    execute start (up to `fluid_contiguous_max_ops` ops, the same time), the LP relaxation
+    execute start (up to `fluid_contiguous_max_ops` ops, the same time), that MIP split over
+    repeated layers at the LP's duals (up to `fluid_split_max_ops` ops counted as for the LP
+    with SRAM, the same time per block), the LP relaxation
     (up to `lp_max_ops` ops, `lp_time_s`), the window bound (`window` ops per window, 0 to
     skip; `window_time_s` of CP-SAT each) and the layer windows under `timing` (`layers`
     decoder layers each, 0 to skip; `layers_time_s` of CP-SAT per distinct window, then
@@ -317,7 +320,8 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     return lower_bounds(instance, timing=timing, fluid_max_ops=fluid_max_ops,
                         fluid_time_s=fluid_time_s, fluid_sram_max_ops=fluid_sram_max_ops,
                         fluid_milp_max_ops=fluid_milp_max_ops,
-                        fluid_contiguous_max_ops=fluid_contiguous_max_ops, window=window,
+                        fluid_contiguous_max_ops=fluid_contiguous_max_ops,
+                        fluid_split_max_ops=fluid_split_max_ops, window=window,
                         window_time_s=window_time_s, layers=layers, layers_time_s=layers_time_s,
                         layers_mip_time_s=layers_mip_time_s,
                         lp_max_ops=lp_max_ops, lp_time_s=lp_time_s, threads=threads,

@@ -15,6 +15,7 @@ from ortools.sat.python import cp_model
 
 from elk_opt.api import build_instance
 from elk_opt.bounds import fluid_sram, layers
+from elk_opt.bounds.carry import carry_bound, distinct_windows, load_classes
 from elk_opt.bounds.cheap import best_cheap_bound, cheap_bounds
 from elk_opt.bounds.fluid import fluid_bound, representatives
 from elk_opt.bounds.fluid_layers import fluid_layers_bound
@@ -23,13 +24,14 @@ from elk_opt.bounds.fluid_sram import fluid_sram_bound
 from elk_opt.bounds.ideal import allowed_pairs, ideal_bound, least_tail
 from elk_opt.bounds.layers import layer_bound, layer_windows
 from elk_opt.bounds.run_all import lower_bounds, recompute
+from elk_opt.bounds.split import fluid_split_bound, split_band
 from elk_opt.bounds.window import window_instance
 from elk_opt.cli import main
 from elk_opt.evaluate import evaluate, fits_memory
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import load_instance
 from elk_opt.methods import heuristics, solve
-from elk_opt.problem import TIMINGS, ExecPlan, Instance, PreloadPlan, Warmup
+from elk_opt.problem import TIMINGS, Chip, ExecPlan, Instance, Noc, Op, PreloadPlan, Warmup
 from elk_opt.solution import SolveOptions
 from formulations.common import Restrictions
 from formulations.cpsat import build
@@ -109,6 +111,9 @@ def all_bounds(instance: Instance, timing: str, cpsat: bool = False) -> dict[str
     out["fluid-sram, band 1"] = fluid_sram_bound(instance, timing, band=1).bound_ns
     out["fluid-milp"] = fluid_milp_bound(instance, timing).bound_ns
     out["fluid-contiguous"] = fluid_milp_bound(instance, timing, contiguous=True).bound_ns
+    for width in (2, 3):  # windows that pay for the loads they carry, two price steps
+        out[f"carry, width {width}"] = carry_bound(instance, timing, max_width=width,
+                                                   rounds=3).bound_ns
     if cpsat:  # small windows: every window but the first has a free time origin
         for width in (2, 6):  # a time limit keeps CP-SAT's bound a bound
             windows = layer_bound(instance, timing, time_limit_s=1.0, max_width=width)
@@ -514,3 +519,109 @@ def test_a_passed_deadline_keeps_the_bounds_that_fit_in_the_grace(monkeypatch):
     assert cheap_bounds(instance, "shared-noc", deadline=passed) == every
     monkeypatch.setattr(cheap, "GRACE_S", 0.0)
     assert cheap_bounds(instance, "shared-noc", deadline=passed) == {"ideal": every["ideal"]}
+
+
+def test_windows_that_carry_nothing_sum_their_fluid_mips():
+    """At prices 0 carried loads cost and earn nothing: each window's term is its fluid MIP
+    with loads run whole, from its first execute's start (the layer windows' MIP)."""
+    instance = synthetic_instance(ops=36, plans=2, seed=3, tightness=0.6)  # 3 layers of 12
+    for timing in TIMINGS:
+        classes = load_classes(instance, timing)
+        free = carry_bound(instance, timing, prices=[0.0] * len(classes.reps))
+        assert (free.windows, free.distinct, free.rounds) == (3, 2, 1)
+        total = 0
+        for a, b in layer_windows(instance):
+            mip = fluid_milp_bound(window_instance(instance, a, b), timing, band=b - a,
+                                   contiguous=True, from_first_start=a > 0)
+            assert mip.complete
+            total += mip.bound_ns
+        assert abs(free.bound_ns - total) <= 3, timing
+        priced = carry_bound(instance, timing)
+        plan = solve(instance, "elk-full", SolveOptions(timing=timing))
+        assert priced.bound_ns <= plan.claims.makespan_ns
+        assert all(0.0 <= p <= 1.0 for p in priced.prices)
+        assert priced.proven == priced.distinct == len(distinct_windows(instance))
+
+
+def test_windows_that_carry_loads_pay_for_the_next_layers_preloads():
+    """On a load-bound decoder the next layer's loads, free to the layer windows, are what
+    a window pays for: the priced sum beats the free one and stays below Elk-Full."""
+    instance = synthetic_instance(ops=36, plans=2, seed=0, tightness=0.3)
+    for timing in TIMINGS:
+        classes = load_classes(instance, timing)
+        free = carry_bound(instance, timing, prices=[0.0] * len(classes.reps)).bound_ns
+        priced = carry_bound(instance, timing).bound_ns
+        plan = solve(instance, "elk-full", SolveOptions(timing=timing))
+        assert free < priced <= plan.claims.makespan_ns, timing
+
+
+def layered_chain(block: list[tuple[int, int, int, int, int, int]], layers: int,
+                  sram: int) -> Instance:
+    """`block`'s ops (load ns, load port ns, execute ns, execute port ns, preload space, held
+    space), one pair each, repeated `layers` times in a chain, a layer per repeat."""
+    ops = []
+    for layer in range(layers):
+        for load, load_noc, run, run_noc, space, held in block:
+            i = len(ops)
+            ops.append(Op(name=f"op{i}", kind="test", layer=layer, inputs=(i - 1,) if i else (),
+                          hbm_bytes=space, flops=0,
+                          exec_plans=(ExecPlan(id=0, time_ns=run, space_bytes=held,
+                                               noc_bytes=0, noc_ns=run_noc),),
+                          preload_plans=(PreloadPlan(id=0, space_bytes=space, load_ns=load,
+                                                     noc_ns=load_noc),),
+                          warmup=(Warmup(preload=0, exec=0, time_ns=0),)))
+    chip = Chip(name="chain", cores=1, sram_bytes=sram, hbm_bytes_per_s=1, clock_hz=1,
+                noc=Noc(topology="all_to_all", link_bytes_per_s=1_000_000_000))
+    return Instance(name="chain", chip=chip, ops=tuple(ops))
+
+
+@st.composite
+def repeated_chains(draw):
+    """A block of two ops repeated seven times (`layered_chain`): about the smallest model
+    whose repeats the periodic and split bounds sum (band 0: a period of at least 2 ops; the
+    first repeat is left out, as rows near the model's start are cut short; more than 4
+    left)."""
+    block = []
+    for _ in range(2):
+        load = draw(st.sampled_from([0, 2, 4, 6, 8]))
+        run = draw(st.sampled_from([1, 2, 4, 6, 8]))
+        block.append((load, draw(st.sampled_from([0, load // 2, load])), run,
+                      draw(st.sampled_from([0, run // 2, run])),
+                      draw(st.sampled_from([10, 40])), draw(st.sampled_from([10, 30]))))
+    return layered_chain(block, 7, draw(st.sampled_from([100, 140])))
+
+
+@settings(max_examples=25, deadline=None)
+@given(repeated_chains())
+def test_the_split_and_carrying_bounds_never_exceed_cp_sats_optimum(instance):
+    for timing in TIMINGS:
+        plan = solve(instance, "cpsat", SolveOptions(timing=timing, time_limit_s=60,
+                                                     threads=1))
+        assert plan.claims.status == "optimal"
+        best = plan.claims.makespan_ns
+        split = fluid_split_bound(instance, timing, band=0)
+        assert split.bound_ns is not None and split.repeats == 6
+        assert split.bound_ns <= best, timing
+        # at the summed LP's duals the blocks' LPs add up to that LP (LP duality)
+        lp = fluid_sram_bound(instance, timing, band=0).bound_ns
+        assert abs(split.lp_ns - lp) <= 2 and split.bound_ns >= lp - 2, timing
+        assert carry_bound(instance, timing, max_width=2).bound_ns <= best, timing
+
+
+def test_the_split_and_carrying_bounds_are_recomputed_from_their_params():
+    chain = layered_chain([(8, 8, 2, 1, 40, 10), (2, 0, 6, 6, 10, 30)], 7, 100)
+    for timing in TIMINGS:
+        split = fluid_split_bound(chain, timing, band=0)
+        assert split.bound_ns is not None and split.blocks_proven == 3
+        assert recompute(chain, timing, "fluid-split",
+                         {"band": 0, "mip_time_s": 5.0}) == split.bound_ns
+    instance = synthetic_instance(ops=36, plans=2, seed=0, tightness=0.3)
+    assert split_band(instance) == 10  # layers of 12 ops: one layer a period
+    for timing in TIMINGS:
+        report = lower_bounds(instance, timing=timing, window=0, lp_max_ops=0,
+                              layers_time_s=5.0)
+        rows = {r["bound"]: r for r in report["bounds"]}
+        assert "fluid-split" not in rows  # no block repeats five times beyond the band
+        carry = rows["carry"]
+        assert carry["status"] == "complete" and carry["ns"] > rows["layers1"]["ns"]
+        assert recompute(instance, timing, "carry", carry["params"]) == carry["ns"]

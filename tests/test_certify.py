@@ -370,7 +370,8 @@ def test_a_bound_round_that_did_not_finish_is_run_again_when_continued(certified
 
 
 @pytest.mark.parametrize(("revision", "again"), [
-    (search_module.BOUNDS_REVISION, False), (search_module.BOUNDS_REVISION - 1, True)])
+    (search_module.BOUNDS_REVISION, False), (search_module.SOLVED_SINCE, False),
+    (search_module.SOLVED_SINCE - 1, True)])
 def test_a_bound_that_finished_is_solved_again_only_when_its_code_has_changed(
         certified, monkeypatch, revision, again):
     doc = copy.deepcopy(certified)
@@ -742,7 +743,7 @@ def test_a_free_order_plan_is_certified_with_bounds_for_every_order(worker):
 
 def test_a_budget_is_split_over_distinct_windows_only():
     instance = elk_opt.synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)  # 3 layers
-    lim = _Limits("shared-noc", 2000, 120.0, 0, 0, 0, 12, 30.0, 1, 30.0, 0, 120.0, 1, False)
+    lim = _Limits("shared-noc", 2000, 120.0, 0, 0, 0, 0, 12, 30.0, 1, 30.0, 0, 120.0, 1, False)
     capped = _capped(lim, 6.0, instance)
     # 3 windows of 12 ops and 3 layers, 2 of each distinct (the first, then the repeated one)
     assert capped.window_time_s == 3.0

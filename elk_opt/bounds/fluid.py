@@ -193,6 +193,8 @@ class FluidModel:
     # (op j, interval b): the columns of j's fraction of load done by S_b, one per pair
     # (elk_opt.bounds.fluid_sram tracks them; elk_opt.bounds.contiguous reads them)
     fractions: dict[tuple[int, int], list[int]] = field(default_factory=dict)
+    # (column, class) of the later ops' load work in an interval (elk_opt.bounds.carry)
+    later: list[tuple[int, int]] = field(default_factory=list)
 
     def load_class(self, c: PairCost) -> int:
         return _class_of(c.load_demand if self.timing == "shared-noc" else 0, self.reps)
@@ -213,14 +215,19 @@ class FluidModel:
         return max(0, math.ceil(value - margin))
 
 
-def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 16
-                ) -> FluidModel:
+def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 16,
+                reps: Sequence[int] | None = None, tail: bool = False) -> FluidModel:
     """The fluid LP (module docstring) over per-op pair costs, not yet solved. `costs` may
-    be any PairCost (sub)class instances: an extension keeps more numbers per pair."""
+    be any PairCost (sub)class instances: an extension keeps more numbers per pair.
+    `reps`: the load classes' demands, least first (None: chosen from `costs`; a load's
+    demand must not be below the least). `tail`: the last interval gets load columns too,
+    for loads of later ops (elk_opt.bounds.carry)."""
     n = len(costs)
     loaded = {c.load_demand if timing == "shared-noc" else 0
               for cs in costs for c in cs if c.load > 0}
-    reps = representatives(loaded, max_classes) if loaded else []
+    if reps is None:
+        reps = representatives(loaded, max_classes) if loaded else []
+    reps = list(reps)
     lp = _Lp()
     pick = [[lp.column(anchor=j) for _ in cs] for j, cs in enumerate(costs)]
     for row in pick:
@@ -230,10 +237,11 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
     solo: list[list[int]] = [[] for _ in range(n + 1)]
 
     # work[b][k]: the class-k load work done in interval b, as {column: speed}
-    work: list[list[dict[int, float]]] = [[{} for _ in reps] for _ in range(n)]
-    alone: list[list[int]] = [[] for _ in range(n)]
+    loading = n + 1 if tail else n  # the intervals with load columns
+    work: list[list[dict[int, float]]] = [[{} for _ in reps] for _ in range(loading)]
+    alone: list[list[int]] = [[] for _ in range(loading)]
     for b in range(n + 1):
-        if b < n:
+        if b < loading:
             for k in range(len(reps)):
                 z = lp.column(1.0, b)  # z: loading while no execute is active
                 work[b][k][z] = 1.0
@@ -250,7 +258,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
             row = {y: 1.0}
             phases[b].append(y)
             solo[b].append(y)
-            if b < n:  # loads overlapping the last execute would be past every deadline
+            if b < loading:  # own loads overlapping the last execute would be too late
                 for k, rep in enumerate(reps):
                     x = lp.column(1.0, b)
                     phases[b].append(x)

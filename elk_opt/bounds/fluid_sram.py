@@ -144,15 +144,35 @@ def fluid_sram_ops(instance: Instance, band: int = DEFAULT_BAND) -> int:
     return solved_ops(spaced_costs(instance), band + 2)
 
 
+@dataclass(frozen=True)
+class Carry:
+    """Prices on the load work a window carries across its ends (elk_opt.bounds.carry): per
+    load class (demand `reps[k]`), `before[k]` per ns of alone time of its own loads done
+    before its first execute (in interval 0), and `price[k]` earned per ns of later ops'
+    loads done in it (columns g[b, k] in intervals `first`..n, none where `density[k]` is
+    None); such a load is pending at every execute after its work, and pends at least
+    `density[k]` bytes per ns of that work."""
+
+    reps: tuple[int, ...]
+    before: tuple[float, ...]
+    price: tuple[float, ...]
+    density: tuple[float | None, ...]
+    first: int = 1  # the first interval of the window's time: 0 for a model's first window
+
+
 def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Timing,
                      band: int, max_classes: int, whole: bool = False,
-                     divisors: int | None = None) -> FluidModel:
+                     divisors: int | None = None, carry: Carry | None = None,
+                     both: bool = False) -> FluidModel:
     """The fluid LP over `costs` with the R5 rows of the module docstring, not yet solved.
     `whole`: R5 charges pending loads whole, through 0/1 columns (elk_opt.bounds.fluid_milp),
     listed with the pair columns in `model.integers`. `divisors`: of the rounded R5 rows at
-    most (None: MAX_DIVISORS)."""
+    most (None: MAX_DIVISORS). `carry`: with the columns and prices of `Carry` (the later
+    ops' work in `model.later`). `both` (with `whole`): R5 rows with the LP's charges too,
+    the LP's columns and rows first and in the LP's order (elk_opt.bounds.split)."""
     n = len(costs)
-    model = build_fluid(costs, timing, max_classes)  # type: ignore[arg-type]
+    model = build_fluid(costs, timing, max_classes,  # type: ignore[arg-type]
+                        reps=None if carry is None else carry.reps, tail=carry is not None)
     lp = model.lp
     sram = float(sram_bytes)
     # per interval b and class k: {column: coefficient} of the tracked loads' work (and
@@ -183,6 +203,8 @@ def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Tim
                 cell = done.setdefault((b, k), {})
                 for col, v in step.items():
                     cell[col] = cell.get(col, 0.0) + v * c.load
+                if b == 0 and carry is not None:  # own work before the first execute
+                    lp.cost[f] += carry.before[k] * c.load
                 wz = None
                 if b >= 1:
                     wz = lp.column(anchor=j)
@@ -192,6 +214,8 @@ def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Tim
                     # the charge at E<b-1>: work before S_{b-1} or while E<b-1> runs
                     progress.setdefault((j, b - 1), []).append((a, f, wz))
                 previous = f
+    if carry is not None:
+        _later_loads(model, carry, done, charged, sram)
     for (b, k), cell in done.items():
         row = dict(cell)
         for col, v in model.work[b][k].items():
@@ -199,22 +223,55 @@ def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Tim
         lp.row(row, float("-inf"), 0.0)
     for (b, k), cell in alone.items():
         lp.row({**cell, model.alone[b][k]: -1.0}, float("-inf"), 0.0)
-    if whole:
+    fractional: list[dict[int, float]] = [{} for _ in range(n)]
+    for (j, k), pairs in progress.items():
+        for a, f, wz in pairs:
+            fractional[k][f] = costs[j][a].load_space / sram
+            fractional[k][wz] = -costs[j][a].load_space / sram
+    if whole and not both:
         model.integers = [col for row in model.pick for col in row]
         _whole_charges(model, costs, progress, charged, sram)
     else:
-        for (j, k), pairs in progress.items():
-            for a, f, wz in pairs:
-                charged[k][f] = costs[j][a].load_space / sram
-                charged[k][wz] = -costs[j][a].load_space / sram
+        charged = [{**c, **f} for c, f in zip(charged, fractional, strict=True)]
     _rounded_r5(model, costs, progress, sram_bytes,
                 MAX_DIVISORS if divisors is None else divisors)
     for k in range(n):
-        row = dict(charged[k])
-        for a, c in enumerate(costs[k]):
-            row[model.pick[k][a]] = c.held_space / sram
-        lp.row(row, float("-inf"), 1.0)
+        _r5_row(model, costs, k, charged[k], sram)
+    if whole and both:  # after every column and row of the LP, which keep their places
+        model.integers = [col for row in model.pick for col in row]
+        whole_charged: list[dict[int, float]] = [{} for _ in range(n)]
+        _whole_charges(model, costs, progress, whole_charged, sram)
+        for k in range(n):
+            _r5_row(model, costs, k, whole_charged[k], sram)
     return model
+
+
+def _r5_row(model: FluidModel, costs: list[list[SpacedCost]], k: int,
+            charged: dict[int, float], sram: float) -> None:
+    """R5 at E<k>: its held space and the charges of the loads pending there fit the SRAM."""
+    row = dict(charged)
+    for a, c in enumerate(costs[k]):
+        row[model.pick[k][a]] = c.held_space / sram
+    model.lp.row(row, float("-inf"), 1.0)
+
+
+def _later_loads(model: FluidModel, carry: Carry, done: dict[tuple[int, int], dict[int, float]],
+                 charged: list[dict[int, float]], sram: float) -> None:
+    """The columns g[b, k] of `Carry`: class-k work of later ops' loads in interval b, in
+    that interval's class-k capacity, earning the class's price, and charged at every
+    execute E<i> with i >= b (interval b ends at S_b: the load did work before S_i, so it
+    is pending at E<i>)."""
+    lp = model.lp
+    n = len(model.costs)
+    for b in range(carry.first, n + 1):
+        for k, density in enumerate(carry.density):
+            if density is None:
+                continue
+            g = lp.column(-carry.price[k], b)
+            model.later.append((g, k))
+            done.setdefault((b, k), {})[g] = 1.0
+            for i in range(b, n):
+                charged[i][g] = density / sram
 
 
 def _whole_charges(model: FluidModel, costs: list[list[SpacedCost]],

@@ -10,6 +10,9 @@ FLUID_TIME_S = 120.0  # shared by the fluid LP, with SRAM, and their MIPs
 FLUID_SRAM_MAX_OPS = 600  # counted after repeated layers are summed into one block
 FLUID_MILP_MAX_OPS = 100  # a layer or two of a decoder: the MIP takes seconds to a minute
 FLUID_CONTIGUOUS_MAX_OPS = 50  # a decoder layer: the MIP takes seconds to a minute there
+# the fluid MIP split over repeated layers, counted as FLUID_SRAM_MAX_OPS is: the summed LP
+# (as the fluid LP with SRAM's), then three blocks' MIPs of a layer or two each
+FLUID_SPLIT_MAX_OPS = 600
 FLUID_BAND = 24  # execute starts back the fluid LP with SRAM and its MIPs track each load
 WINDOW_OPS = 12  # ops per window of the window bound
 WINDOW_TIME_S = 2.0  # CP-SAT per window

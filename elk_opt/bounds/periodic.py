@@ -26,7 +26,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TypeVar
 
 from elk_opt.bounds.fluid import FluidBound, FluidModel, _Lp
@@ -162,6 +162,9 @@ class Summed:
     lp: _Lp
     period: Period
     kept: dict[int, int]  # a column of the shortened model's LP -> its column in `lp`
+    # a row of the shortened model's LP between two neighbouring repeats -> the summed row
+    # of its kind in `lp` (rows of one kind: the same row shifted by whole repeats)
+    links: dict[int, int] = field(default_factory=dict)
 
 
 def summed_lp(lp: _Lp, period: Period) -> Summed | None:
@@ -199,8 +202,10 @@ def summed_lp(lp: _Lp, period: Period) -> Summed | None:
             new[c] = out.column(lp.cost[c], lp.anchor[c])
     inner: list[Counter] = [Counter(), Counter()]
     links: list[Counter] = [Counter(), Counter(), Counter()]
+    kinds: list[dict[tuple, list[int]]] = [{}, {}, {}]  # per link, signature -> its rows
+    summed_rows: dict[tuple, list[int]] = {}  # signature -> the summed rows made of its kind
     middle = period.count - 2
-    for row, lower, upper in lp.rows():
+    for r, (row, lower, upper) in enumerate(lp.rows()):
         touched = {blocks[c] for c in row}
         if not touched & {1, 2}:
             out.row({new[c]: v for c, v in row.items()}, lower, upper)
@@ -211,8 +216,11 @@ def summed_lp(lp: _Lp, period: Period) -> Summed | None:
                 out.row({new[c]: v for c, v in row.items()}, lower * middle, upper * middle)
         elif touched in ({0, 1}, {1, 2}, {2, 3}):
             first = min(touched)
-            links[first][signature(row, lower, upper)] += 1
+            kind = signature(row, lower, upper)
+            links[first][kind] += 1
+            kinds[first].setdefault(kind, []).append(r)
             if first == 1:
+                summed_rows.setdefault(kind, []).append(len(out.row_lower))
                 summed: dict[int, float] = {}
                 for c, v in row.items():
                     if blocks[c] == 1:  # L: on x_0 + X
@@ -226,4 +234,6 @@ def summed_lp(lp: _Lp, period: Period) -> Summed | None:
             return None
     if inner[0] != inner[1] or not links[0] == links[1] == links[2]:
         return None
-    return Summed(out, period, new)
+    linked = {r: summed_rows[kind][i] for rows in kinds
+              for kind, members in rows.items() for i, r in enumerate(members)}
+    return Summed(out, period, new, linked)

@@ -24,7 +24,11 @@ only slows); the port bounds need the shared port.
 - layers: windows of whole decoder layers, each relaxation bounded by CP-SAT under the
   timing asked for (elk_opt.bounds.layers); sees SRAM and, under 5b, the port;
 - fluid-layers: the fluid LP with each layer window's time at least its bound
-  (elk_opt.bounds.fluid_layers), with the layer windows, up to `fluid_max_ops` ops.
+  (elk_opt.bounds.fluid_layers), with the layer windows, up to `fluid_max_ops` ops;
+- carry: the layer windows' fluid MIPs, each paying for the load work it carries across its
+  ends at prices a Lagrangian search sets (elk_opt.bounds.carry), with the layer windows;
+- fluid-split: fluid-contiguous split over repeated layers, the rows between repeats priced
+  at the duals of fluid-sram's summed LP (elk_opt.bounds.split), with fluid-sram.
 The lp and window models are section 5's: valid under both timings, blind to the port.
 Window and layer bounds solve each distinct window once (decoder layers repeat).
 Every bound above but ideal and port-total holds for plans that execute in the instance's
@@ -70,6 +74,7 @@ class _Limits:
     fluid_sram_max_ops: int
     fluid_milp_max_ops: int
     fluid_contiguous_max_ops: int
+    fluid_split_max_ops: int
     window: int
     window_time_s: float
     layers: int
@@ -254,12 +259,67 @@ def _layers(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
     return rows
 
 
+def _fluid_split(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    """The fluid MIP with loads run whole, split over repeated layers at the summed LP's duals
+    (elk_opt.bounds.split), within SPLIT_SHARE of what is left of a budget; only on models
+    whose layers repeat (it says so and gives nothing otherwise)."""
+    from elk_opt.bounds.fluid_sram import fluid_sram_ops
+    from elk_opt.bounds.split import split_band
+    band = split_band(instance)
+    if fluid_sram_ops(instance, band) > lim.fluid_split_max_ops:
+        return None
+    from elk_opt.bounds.split import fluid_split_bound
+    lim.say(f"fluid MIP split over repeated layers, {len(instance.ops)} ops...")
+    started = time.perf_counter()
+    ends = (None if lim.ends is None
+            else started + SPLIT_SHARE * max(0.0, lim.ends - started))
+    sb = fluid_split_bound(instance, lim.timing, lim.fluid_time_s, band,
+                           threads=lim.threads, ends=ends)
+    if sb.repeats == 0:
+        return None  # no repeated block of layers to split the model at
+    note = (f"{sb.repeats} repeats, 3 distinct blocks, {sb.blocks_proven} solved; the blocks' "
+            f"LPs {sb.lp_ns:,} ns" if sb.bound_ns is not None and sb.lp_ns is not None
+            else f"not finished in {lim.fluid_time_s:g} s a block")
+    return _row("fluid-split", started, sb.bound_ns, lim.timing, "instance", note,
+                status="complete" if sb.bound_ns is not None and sb.blocks_proven == 3
+                else "time-limit",
+                params={"band": band, "mip_time_s": sb.mip_time_s or lim.fluid_time_s})
+
+
+def _carry(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    """The layer windows paying for the loads they carry (elk_opt.bounds.carry), within
+    CARRY_SHARE of what is left of a budget (the layer windows get the rest)."""
+    if not lim.layers:
+        return None
+    from elk_opt.bounds.carry import carry_bound
+    lim.say(f"layer windows carrying loads, {lim.layers} layer(s) each, under {lim.timing}...")
+    started = time.perf_counter()
+    ends = (None if lim.ends is None
+            else started + CARRY_SHARE * max(0.0, lim.ends - started))
+    cb = carry_bound(instance, lim.timing, lim.layers, mip_time_s=lim.layers_mip_time_s,
+                     threads=lim.threads, ends=ends, progress=lim.progress)
+    done = cb.rounds > 0 and cb.bound_ns > 0
+    complete = done and cb.proven == cb.distinct
+    note = (f"{cb.windows} windows ({cb.distinct} distinct, {cb.proven} solved at the best "
+            f"of {cb.rounds} price vectors)" if done else "no window solved in time")
+    timings = lim.timing if lim.timing == "shared-noc" else BOTH
+    return _row("carry", started, cb.bound_ns if done else None, timings, "instance", note,
+                status="complete" if complete else "time-limit",
+                # the prices as found, every digit: a recompute evaluates at exactly these
+                params={"per": lim.layers, "mip_time_s": cb.mip_time_s,
+                        "prices": [float(p) for p in cb.prices]})
+
+
+# carry before fluid-split: on the grid's load-bound rows it is the higher of the two
 HEAVY: tuple[Callable[[Instance, _Limits], Any], ...] = (
-    _fluid, _fluid_sram, _fluid_milp, _fluid_contiguous, _lp, _window, _layers)
+    _fluid, _fluid_sram, _fluid_milp, _fluid_contiguous, _lp, _window, _carry, _fluid_split,
+    _layers)
 
 
 MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not started
 LP_RESERVE = 0.25  # of the budget left at the layer windows, kept from their MIPs
+CARRY_SHARE = 0.6  # of the budget left at the carrying windows, for them
+SPLIT_SHARE = 0.5  # of the budget left at the split fluid MIP, for it
 BUDGET_SPENT = "skipped: the time budget was spent"
 
 
@@ -337,6 +397,18 @@ def recompute(instance: Instance, timing: Timing, name: str, params: dict[str, A
                                   windows=windows).bound_ns
     if name.startswith("layers") and "per" in params:
         return _layer_windows(instance, timing, params, memo).bound_ns
+    if name == "fluid-split":
+        from elk_opt.bounds.split import fluid_split_bound
+        # each block's MIP on one thread with four times its limit, as for `carry`
+        return fluid_split_bound(instance, timing, 4 * params["mip_time_s"] + 1,
+                                 params["band"]).bound_ns
+    if name == "carry":
+        from elk_opt.bounds.carry import carry_bound
+        # at the recorded prices, each window's MIP on one thread with four times its limit
+        # (HiGHS on one thread searches the same way each run: more time, a bound as high)
+        return carry_bound(instance, timing, params["per"],
+                           mip_time_s=4 * params["mip_time_s"] + 1,
+                           prices=params["prices"]).bound_ns
     raise UsageError(f"no bound named {name!r} under {timing} to recompute")
 
 
@@ -364,6 +436,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  fluid_sram_max_ops: int = limits.FLUID_SRAM_MAX_OPS,
                  fluid_milp_max_ops: int = limits.FLUID_MILP_MAX_OPS,
                  fluid_contiguous_max_ops: int = limits.FLUID_CONTIGUOUS_MAX_OPS,
+                 fluid_split_max_ops: int = limits.FLUID_SPLIT_MAX_OPS,
                  window: int = limits.WINDOW_OPS, window_time_s: float = limits.WINDOW_TIME_S,
                  layers: int = limits.LAYERS, layers_time_s: float = limits.LAYERS_TIME_S,
                  layers_mip_time_s: float = limits.LAYERS_MIP_TIME_S,
@@ -377,7 +450,9 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     The fluid LP runs up to `fluid_max_ops` ops for at most `fluid_time_s`, the fluid LP with
     SRAM up to `fluid_sram_max_ops` ops within the same time limit, and so does its MIP up to
     `fluid_milp_max_ops` ops and the MIP with one load running at each execute start up to
-    `fluid_contiguous_max_ops`; `window` ops per
+    `fluid_contiguous_max_ops`, and that MIP split over repeated layers up to
+    `fluid_split_max_ops` (counted as the LP with SRAM's), its blocks within the same time
+    limit each; `window` ops per
     window (0 skips the window bound), `window_time_s` of CP-SAT per window; `layers` decoder
     layers per layer window (0 skips them), `layers_time_s` of CP-SAT per distinct one and
     `layers_mip_time_s` of the fluid MIP per distinct one CP-SAT did not prove; the
@@ -395,15 +470,16 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
             or fluid_sram_max_ops < 0 or fluid_milp_max_ops < 0 or fluid_contiguous_max_ops < 0
+            or fluid_split_max_ops < 0
             or layers < 0 or layers_time_s <= 0 or layers_mip_time_s <= 0
             or (time_budget_s is not None and not time_budget_s >= 0)):
         raise UsageError("window, layers, lp_max_ops, fluid_max_ops, fluid_sram_max_ops, "
-                         "fluid_milp_max_ops, fluid_contiguous_max_ops and time_budget_s must "
-                         "be >= 0 and "
+                         "fluid_milp_max_ops, fluid_contiguous_max_ops, fluid_split_max_ops "
+                         "and time_budget_s must be >= 0 and "
                          "window_time_s, layers_time_s, layers_mip_time_s, lp_time_s, "
                          "fluid_time_s, threads positive")
     lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, fluid_milp_max_ops,
-                  fluid_contiguous_max_ops,
+                  fluid_contiguous_max_ops, fluid_split_max_ops,
                   window, window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
                   progress, replay=replay, layers_mip_time_s=layers_mip_time_s)
     rows: list[dict[str, Any]] = []

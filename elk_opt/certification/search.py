@@ -107,14 +107,16 @@ HELD_PAIRS_SHARE = 0.1  # of what is left, for it (7-38 s on the grid's whole mo
 # the bounds a finished solve gives again unchanged, and the limit of run_all.lower_bounds
 # that leaves each out of a later round (not the fluid LP's: fluid-layers runs under it)
 SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
-               "fluid-contiguous": "fluid_contiguous_max_ops", "lp": "lp_max_ops"}
+               "fluid-contiguous": "fluid_contiguous_max_ops", "lp": "lp_max_ops",
+               "fluid-split": "fluid_split_max_ops"}
 MIN_PHASE_S = 0.5  # a phase with less time than this is not started
 # raised when the solver-backed bounds change (2: the layer windows' fluid MIP; 3: the fluid
 # LP with SRAM's rounded rows at up to 24 divisors; 4: that round's finished bounds replace
 # their namesakes even when lower, where 3 kept the higher, an earlier revision's value that
-# `--check` could not reproduce): a certificate whose bounds an earlier revision found gets
-# a bound round whatever its budget
-BOUNDS_REVISION = 4
+# `--check` could not reproduce; 5: `carry` and `fluid-split` added): a
+# certificate whose bounds an earlier revision found gets a bound round whatever its budget
+BOUNDS_REVISION = 5
+SOLVED_SINCE = 4  # the revision since which the SOLVED_ONCE bounds come out the same
 # up to here CP-SAT runs the MIP with loads run whole itself (module docstring, phase 3): the
 # zoo's decoder layers (19-27 ops), whose MIP takes 2-23 s; not the calibration layer (48 ops),
 # where CP-SAT's phase took 10.2-10.6 s instead of 5.7-6.0 with half its time kept back for it
@@ -434,7 +436,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
             # the layer windows' fluid MIPs share what the round has left (run_all._layers)
             "layers_mip_time_s": budget}
     for name, limit in SOLVED_ONCE.items():  # a later round: what finished gives the same,
-        if (found.bounds_revision == BOUNDS_REVISION  # unless its code has changed since
+        if (found.bounds_revision >= SOLVED_SINCE  # unless its code has changed since
                 and found.bounds.get(name, {}).get("status") == "complete"):
             args[limit] = 0
     found.deferred = defers(instance, round_)

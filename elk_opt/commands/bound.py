@@ -51,6 +51,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="skip the fluid MIP with one load running at each execute start above "
                         "this many ops (default %(default)s; it shares "
                         "--fluid-time)")
+    p.add_argument("--fluid-split-max-ops", type=nonnegative_int,
+                   default=limits.FLUID_SPLIT_MAX_OPS, metavar="N",
+                   help="skip the fluid MIP with loads run whole split over repeated layers "
+                        "above this many ops, counted as for --fluid-sram-max-ops (default "
+                        "%(default)s; each of its three blocks gets --fluid-time)")
     p.add_argument("--window", type=nonnegative_int, default=limits.WINDOW_OPS, metavar="N",
                    help="ops per window of the window bound (0: skip it; default %(default)s)")
     p.add_argument("--window-time", type=positive_float, default=limits.WINDOW_TIME_S, metavar="S",
@@ -82,6 +87,7 @@ def run(args: argparse.Namespace) -> int:
                           fluid_sram_max_ops=args.fluid_sram_max_ops,
                           fluid_milp_max_ops=args.fluid_milp_max_ops,
                           fluid_contiguous_max_ops=args.fluid_contiguous_max_ops,
+                          fluid_split_max_ops=args.fluid_split_max_ops,
                           window=args.window,
                           window_time_s=args.window_time, layers=args.layers,
                           layers_time_s=args.layers_time,
