@@ -192,7 +192,7 @@ def test_bound_and_solve_commands(tmp_path, capsys):
     assert {b["bound"] for b in bounds["bounds"]} == {"ideal", "hbm-cut", "fluid",
                                                       "fluid-sram", "fluid-milp",
                                                       "fluid-contiguous", "lp", "window4",
-                                                      "layers1", "fluid-layers"}
+                                                      "carry", "layers1", "fluid-layers"}
     assert bounds["best"]["ns"] <= claims["makespan_ns"]
     assert "best" in capsys.readouterr().out
     assert main(["solve", str(inst), "--method", "ilp", "--param", "nonsense=1",
