@@ -111,9 +111,9 @@ def all_bounds(instance: Instance, timing: str, cpsat: bool = False) -> dict[str
     out["fluid-sram, band 1"] = fluid_sram_bound(instance, timing, band=1).bound_ns
     out["fluid-milp"] = fluid_milp_bound(instance, timing).bound_ns
     out["fluid-contiguous"] = fluid_milp_bound(instance, timing, contiguous=True).bound_ns
-    for width in (2, 3):  # windows that pay for the loads they carry, two price steps
+    for width in (2, 3):  # windows that pay for the loads they carry: the LP's prices, 0
         out[f"carry, width {width}"] = carry_bound(instance, timing, max_width=width,
-                                                   rounds=3).bound_ns
+                                                   rounds=2).bound_ns
     if cpsat:  # small windows: every window but the first has a free time origin
         for width in (2, 6):  # a time limit keeps CP-SAT's bound a bound
             windows = layer_bound(instance, timing, time_limit_s=1.0, max_width=width)
