@@ -54,6 +54,7 @@ import numpy as np
 
 from elk_opt.bounds.contiguous import add_one_load_running
 from elk_opt.bounds.fluid import FluidModel, _class_of, _Lp, representatives
+from elk_opt.bounds.fluid_milp import branch_and_bound
 from elk_opt.bounds.fluid_sram import Carry, build_fluid_sram, spaced_costs
 from elk_opt.bounds.layers import DEFAULT_MAX_WIDTH, layer_windows
 from elk_opt.bounds.window import window_instance, window_key
@@ -162,25 +163,17 @@ class Solved:
 
 def solve_window(window: Window, classes: Classes, prices: Sequence[float], timing: Timing,
                  time_limit_s: float | None, threads: int = 1) -> Solved:
-    """The window's MIP at `prices`: HiGHS's dual bound, less a margin of a millionth for
-    its tolerances, and the plane of its best solution."""
+    """The window's MIP at `prices`: HiGHS's dual bound (less its margin,
+    fluid_milp.branch_and_bound) and the plane of its best solution."""
     model = program(window, classes, prices, timing, whole=True)
-    h = model.lp.highs(time_limit_s, threads, model.integers)
-    h.setOptionValue("mip_rel_gap", 0.0)
-    if run_interruptible(h):
-        raise KeyboardInterrupt
-    info = h.getInfo()
-    dual = info.mip_dual_bound
-    bound = dual - 1e-6 * abs(dual) - 1e-6 if math.isfinite(dual) else -math.inf
+    mip = branch_and_bound(model.lp, model.integers, time_limit_s, threads)
     plane = None
-    if info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible:
-        x = h.getSolution().col_value
+    if mip.solution is not None and mip.objective is not None:
         total = [0.0] * len(prices)
         for col, k, v in carried(model, window.first):
-            total[k] += v * x[col]
-        span = info.objective_function_value - float(np.dot(prices, total))
-        plane = Plane(span, tuple(total))
-    return Solved(bound, h.getModelStatus() == highspy.HighsModelStatus.kOptimal, plane)
+            total[k] += v * mip.solution[col]
+        plane = Plane(mip.objective - float(np.dot(prices, total)), tuple(total))
+    return Solved(-math.inf if mip.dual is None else mip.dual, mip.proven, plane)
 
 
 def lp_prices(windows: Sequence[Window], classes: Classes, timing: Timing,

@@ -36,13 +36,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import highspy
 import numpy as np
 
 from elk_opt.bounds.contiguous import add_one_load_running
-from elk_opt.bounds.fluid import FluidBound, FluidModel
+from elk_opt.bounds.fluid import FluidBound, FluidModel, _Lp
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, build_fluid_sram, spaced_costs
 from elk_opt.problem import Instance, Timing
 from formulations.highs_run import run_interruptible
@@ -93,27 +94,47 @@ def solve_fluid_milp(instance: Instance, timing: Timing, time_limit_s: float | N
     if from_first_start:  # interval 0, [0, S_0), is the only one before the first start
         for col in model.phases[0]:
             model.lp.cost[col] = 0.0
-    # branch and bound straight away, on a HiGHS that has solved nothing before: run after a
-    # solve of the relaxation on the same object (to skip branching when the relaxation comes
-    # out whole), HiGHS 1.16 claimed an optimum below that relaxation (Llama2-13B b32 KV4096,
-    # two layers: 538,040 ns against 554,132; solved afresh, 554,164)
     left = None if time_limit_s is None else max(0.0, time_limit_s - (time.perf_counter()
                                                                        - started))
-    h = model.lp.highs(left, threads, model.integers)
+    mip = branch_and_bound(model.lp, model.integers, left, threads)
+    bound = None if mip.dual is None else max(0, math.ceil(mip.dual))
+    return SolvedMilp(
+        FluidBound(bound, len(model.lp.cost), len(model.lp.row_lower), len(model.reps),
+                   time.perf_counter() - started, complete=mip.proven),
+        model, mip.solution)
+
+
+@dataclass(frozen=True)
+class Mip:
+    """What HiGHS's branch and bound gave: its dual bound less a margin for its tolerances
+    (None unless it finished or a limit stopped it), whether it proved the optimum, and its
+    best solution (None if none) with that solution's objective."""
+
+    dual: float | None
+    proven: bool
+    solution: np.ndarray | None
+    objective: float | None
+
+
+def branch_and_bound(lp: _Lp, integers: Sequence[int], time_limit_s: float | None,
+                     threads: int) -> Mip:
+    """Minimise `lp` with `integers` 0 or 1, to a gap of 0, on a HiGHS that has solved
+    nothing before: run after a solve of the relaxation on the same object (to skip
+    branching when the relaxation comes out whole), HiGHS 1.16 claimed an optimum below that
+    relaxation (Llama2-13B b32 KV4096, two layers: 538,040 ns against 554,132; solved
+    afresh, 554,164)."""
+    h = lp.highs(time_limit_s, threads, integers)
     h.setOptionValue("mip_rel_gap", 0.0)
     if run_interruptible(h):
         raise KeyboardInterrupt
     status = h.getModelStatus()
-    complete = status == highspy.HighsModelStatus.kOptimal
-    dual = h.getInfo().mip_dual_bound if complete or status in STOPPED else None
-    bound = None
-    if dual is not None and math.isfinite(dual):
-        # the dual bound comes from LPs solved to HiGHS's tolerances (1e-7 to 1e-6), whose
-        # residuals a MIP does not report: a margin of a millionth of it, one ns per ms
-        bound = max(0, math.ceil(dual - 1e-6 * abs(dual) - 1e-6))
-    found = h.getInfo().primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
-    return SolvedMilp(
-        FluidBound(bound, len(model.lp.cost), len(model.lp.row_lower), len(model.reps),
-                   time.perf_counter() - started, complete=complete),
-        model, np.asarray(h.getSolution().col_value) if found else None)
+    proven = status == highspy.HighsModelStatus.kOptimal
+    info = h.getInfo()
+    raw = info.mip_dual_bound if proven or status in STOPPED else math.nan
+    # the dual bound comes from LPs solved to HiGHS's tolerances (1e-7 to 1e-6), whose
+    # residuals a MIP does not report: a margin of a millionth of it, one ns per ms
+    dual = raw - 1e-6 * abs(raw) - 1e-6 if math.isfinite(raw) else None
+    found = info.primal_solution_status == highspy.SolutionStatus.kSolutionStatusFeasible
+    return Mip(dual, proven, np.asarray(h.getSolution().col_value) if found else None,
+               info.objective_function_value if found else None)
 

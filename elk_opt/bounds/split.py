@@ -41,6 +41,7 @@ import numpy as np
 
 from elk_opt.bounds.contiguous import add_one_load_running
 from elk_opt.bounds.fluid import FluidModel, _Lp
+from elk_opt.bounds.fluid_milp import branch_and_bound
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, build_fluid_sram, spaced_costs
 from elk_opt.bounds.periodic import EXPLICIT, Period, _candidates, summed_lp
 from elk_opt.problem import Instance, Timing
@@ -197,10 +198,5 @@ def _block(lp: _Lp, rows: list[tuple[dict[int, float], float, float]], blocks: l
     if relaxed.getModelStatus() == highspy.HighsModelStatus.kOptimal:
         value = relaxed.getInfo().objective_function_value
         lp_value = value - 1e-6 * abs(value) - 1e-6
-    h = sub.highs(time_limit_s, threads, ints)
-    h.setOptionValue("mip_rel_gap", 0.0)
-    if run_interruptible(h):
-        raise KeyboardInterrupt
-    dual = h.getInfo().mip_dual_bound
-    mip = dual - 1e-6 * abs(dual) - 1e-6 if math.isfinite(dual) else None
-    return mip, lp_value, h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    mip = branch_and_bound(sub, ints, time_limit_s, threads)
+    return mip.dual, lp_value, mip.proven
