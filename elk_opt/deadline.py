@@ -41,3 +41,9 @@ class Deadline:
 
 
 NO_DEADLINE = Deadline(None)
+
+
+def share(ends: float | None, cap: float, parts: int = 1) -> float:
+    """`cap` seconds, or less: an even share of what is left before `ends` (a
+    time.perf_counter() reading; None: no end) over the `parts` solves still to run."""
+    return cap if ends is None else min(cap, (ends - time.perf_counter()) / parts)

@@ -56,8 +56,9 @@ from elk_opt.bounds.contiguous import add_one_load_running
 from elk_opt.bounds.fluid import FluidModel, _class_of, _Lp, representatives
 from elk_opt.bounds.fluid_milp import branch_and_bound
 from elk_opt.bounds.fluid_sram import Carry, build_fluid_sram, spaced_costs
-from elk_opt.bounds.layers import DEFAULT_MAX_WIDTH, layer_windows
+from elk_opt.bounds.layers import DEFAULT_MAX_WIDTH, MIN_MIP_S, layer_windows
 from elk_opt.bounds.window import window_instance, window_key
+from elk_opt.deadline import share
 from elk_opt.noc import load_use
 from elk_opt.problem import Instance, Timing
 from elk_opt.progress import report_progress
@@ -66,7 +67,6 @@ from formulations.highs_run import run_interruptible
 MAX_PRICE = 1.0
 ROUNDS = 4  # price vectors tried, at most, the first two included
 BOX = 0.1  # half-width of the box the next prices are chosen in, around the best so far
-MIN_MIP_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,8 @@ def carry_bound(instance: Instance, timing: Timing, per: int = 1,
     windows = distinct_windows(instance, per, max_width)
     fixed = prices is not None
     if prices is None:
-        prices = lp_prices(windows, classes, timing, _left(ends, mip_time_s), threads)
+        prices = lp_prices(windows, classes, timing,
+                           max(MIN_MIP_S, share(ends, mip_time_s)), threads)
     if prices is None or len(prices) != len(classes.reps):
         prices = tuple(0.0 for _ in classes.reps)
     planes: list[list[Plane]] = [[] for _ in windows]
@@ -291,9 +292,7 @@ def carry_bound(instance: Instance, timing: Timing, per: int = 1,
             current = queue.pop(0)
             total, proven = 0.0, 0
             for k, window in enumerate(windows):
-                limit = mip_time_s
-                if ends is not None:
-                    limit = min(limit, (ends - time.perf_counter()) / (len(windows) - k))
+                limit = share(ends, mip_time_s, len(windows) - k)
                 if limit < MIN_MIP_S:
                     total = -math.inf
                     break
@@ -316,7 +315,3 @@ def carry_bound(instance: Instance, timing: Timing, per: int = 1,
     return CarryBound(max(0, math.floor(best)) if math.isfinite(best) else 0, best_prices,
                       sum(w.count for w in windows), len(windows), best_proven, tried,
                       time.perf_counter() - started, round(longest, 3), tuple(sums))
-
-
-def _left(ends: float | None, cap: float) -> float:
-    return cap if ends is None else max(MIN_MIP_S, min(cap, ends - time.perf_counter()))

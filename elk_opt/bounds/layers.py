@@ -58,6 +58,7 @@ from ortools.sat.python import cp_model
 
 from elk_opt.bounds.fluid_milp import fluid_milp_bound
 from elk_opt.bounds.window import window_instance, window_key
+from elk_opt.deadline import share
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Timing
 from elk_opt.progress import report_progress
@@ -171,9 +172,8 @@ def layer_bound(instance: Instance, timing: Timing, per: int = 1, time_limit_s: 
         with report_progress(len(open_), "layer windows, loads run whole", unit="window",
                              enabled=progress and bool(open_)) as shown:
             for k, key in enumerate(open_):
-                limit = time_limit_s if mip_time_s is None else mip_time_s
-                if ends is not None:
-                    limit = min(limit, (ends - time.perf_counter()) / (len(open_) - k))
+                limit = share(ends, time_limit_s if mip_time_s is None else mip_time_s,
+                              len(open_) - k)
                 if interrupt.seen or limit < MIN_MIP_S:
                     break
                 most_mip_s = max(most_mip_s, limit)

@@ -43,11 +43,11 @@ from elk_opt.bounds.contiguous import add_one_load_running
 from elk_opt.bounds.fluid import FluidModel, _Lp
 from elk_opt.bounds.fluid_milp import branch_and_bound
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, build_fluid_sram, spaced_costs
+from elk_opt.bounds.layers import MIN_MIP_S, layer_windows
 from elk_opt.bounds.periodic import EXPLICIT, Period, _candidates, summed_lp
+from elk_opt.deadline import share
 from elk_opt.problem import Instance, Timing
 from formulations.highs_run import run_interruptible
-
-MIN_MIP_S = 0.05
 
 
 @dataclass(frozen=True)
@@ -66,14 +66,9 @@ def split_band(instance: Instance, band: int = DEFAULT_BAND) -> int:
     layers, and the blocks are one layer each, which HiGHS solves far sooner than two (on
     Llama2-13B b64 KV4096, 200 s a block: 15,610,531 ns at band 20, 15,587,217 at 24, where
     the LP, 15,573,925, is the same)."""
-    runs: Counter[int] = Counter()
-    length = 0
-    for i, op in enumerate(instance.ops):
-        length += 1
-        if i + 1 == len(instance.ops) or instance.ops[i + 1].layer != op.layer:
-            if op.layer is not None:
-                runs[length] += 1
-            length = 0
+    ops = instance.ops
+    runs = Counter(b - a for a, b in layer_windows(instance, max_width=max(1, len(ops)))
+                   if ops[a].layer is not None)
     if not runs:
         return band
     layer = runs.most_common(1)[0][0]
@@ -109,7 +104,7 @@ def fluid_split_bound(instance: Instance, timing: Timing, mip_time_s: float = 60
         summed = summed_lp(relaxed.lp, period)
         if summed is None:
             continue
-        duals = _summed_duals(summed.lp, _left(ends, mip_time_s), threads)
+        duals = _summed_duals(summed.lp, max(MIN_MIP_S, share(ends, mip_time_s)), threads)
         if duals is None:  # the LP did not finish in time
             return SplitBound(None, None, period.count, 0, time.perf_counter() - started,
                               0.0)
@@ -121,10 +116,6 @@ def fluid_split_bound(instance: Instance, timing: Timing, mip_time_s: float = 60
         return _split(model, rows, summed.links, duals, period, mip_time_s, threads, ends,
                       started)
     return SplitBound(None, None, 0, 0, time.perf_counter() - started, 0.0)
-
-
-def _left(ends: float | None, cap: float) -> float:
-    return cap if ends is None else max(MIN_MIP_S, min(cap, ends - time.perf_counter()))
 
 
 def _summed_duals(lp: _Lp, time_limit_s: float, threads: int) -> np.ndarray | None:
@@ -159,8 +150,7 @@ def _split(model: FluidModel, rows: list[tuple[dict[int, float], float, float]],
     integers = set(model.integers)
     total_mip, total_lp, proven, longest = constant, constant, 0, 0.0
     for k, (block, count) in enumerate(((0, 1), (1, period.count - 2), (EXPLICIT - 1, 1))):
-        limit = mip_time_s if ends is None else min(mip_time_s,
-                                                    (ends - time.perf_counter()) / (3 - k))
+        limit = share(ends, mip_time_s, 3 - k)
         if limit < MIN_MIP_S:
             return SplitBound(None, None, period.count, proven,
                               time.perf_counter() - started, longest)
