@@ -223,16 +223,14 @@ def build_fluid_sram(costs: list[list[SpacedCost]], sram_bytes: int, timing: Tim
         lp.row(row, float("-inf"), 0.0)
     for (b, k), cell in alone.items():
         lp.row({**cell, model.alone[b][k]: -1.0}, float("-inf"), 0.0)
-    fractional: list[dict[int, float]] = [{} for _ in range(n)]
-    for (j, k), pairs in progress.items():
-        for a, f, wz in pairs:
-            fractional[k][f] = costs[j][a].load_space / sram
-            fractional[k][wz] = -costs[j][a].load_space / sram
     if whole and not both:
         model.integers = [col for row in model.pick for col in row]
         _whole_charges(model, costs, progress, charged, sram)
-    else:
-        charged = [{**c, **f} for c, f in zip(charged, fractional, strict=True)]
+    else:  # the LP's charges: the fraction of each pending load's space it has loaded
+        for (j, k), pairs in progress.items():
+            for a, f, wz in pairs:
+                charged[k][f] = costs[j][a].load_space / sram
+                charged[k][wz] = -costs[j][a].load_space / sram
     _rounded_r5(model, costs, progress, sram_bytes,
                 MAX_DIVISORS if divisors is None else divisors)
     for k in range(n):

@@ -264,11 +264,10 @@ def _fluid_split(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     (elk_opt.bounds.split), within SPLIT_SHARE of what is left of a budget; only on models
     whose layers repeat (it says so and gives nothing otherwise)."""
     from elk_opt.bounds.fluid_sram import fluid_sram_ops
-    from elk_opt.bounds.split import split_band
+    from elk_opt.bounds.split import fluid_split_bound, split_band
     band = split_band(instance)
     if fluid_sram_ops(instance, band) > lim.fluid_split_max_ops:
         return None
-    from elk_opt.bounds.split import fluid_split_bound
     lim.say(f"fluid MIP split over repeated layers, {len(instance.ops)} ops...")
     started = time.perf_counter()
     ends = (None if lim.ends is None
