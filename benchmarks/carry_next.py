@@ -37,6 +37,8 @@ import platform
 import time
 from dataclasses import dataclass
 
+import highspy
+
 from elk_opt.bounds.contiguous import add_one_load_running
 from elk_opt.bounds.fluid import FluidModel, _Lp
 from elk_opt.bounds.fluid_milp import branch_and_bound
@@ -108,6 +110,8 @@ def joint_prices(programs: list[tuple[Program, int]]) -> tuple[float, dict[Key, 
         joint.row(coupling[key], float("-inf") if key[0] == "load" else 0.0, 0.0)
     h = joint.highs(None, 1)
     h.run()
+    if h.getModelStatus() != highspy.HighsModelStatus.kOptimal:
+        raise SystemExit(f"the joint LP ended {h.getModelStatus()}: no prices")
     duals = h.getSolution().row_dual[first:]
     prices = {key: (max(0.0, -d) if key[0] == "load" else -d)
               for key, d in zip(order, duals, strict=True)}
