@@ -96,11 +96,7 @@ def joint_prices(programs: list[tuple[Program, int]]) -> tuple[float, dict[Key, 
     joint = _Lp()
     coupling: dict[Key, dict[int, float]] = {}
     for prog, count in programs:
-        offset = len(joint.cost)
-        for cost in prog.model.lp.cost:
-            joint.column(count * cost)
-        for row, lower, upper in prog.model.lp.rows():
-            joint.row({offset + col: v for col, v in row.items()}, lower, upper)
+        offset = joint.append(prog.model.lp, count)
         for col, key, v in prog.terms:
             cell = coupling.setdefault(key, {})
             cell[offset + col] = cell.get(offset + col, 0.0) + count * v

@@ -187,11 +187,7 @@ def lp_prices(windows: Sequence[Window], classes: Classes, timing: Timing,
     zero = [0.0] * len(classes.reps)
     for window in windows:
         model = program(window, classes, zero, timing, whole=False)
-        offset = len(joint.cost)
-        for cost in model.lp.cost:
-            joint.column(window.count * cost)
-        for row, lower, upper in model.lp.rows():
-            joint.row({offset + col: v for col, v in row.items()}, lower, upper)
+        offset = joint.append(model.lp, window.count)
         for col, k, v in carried(model, window.first):
             coupling[k][offset + col] = coupling[k].get(offset + col, 0.0) + window.count * v
     for k in range(len(coupling) - 1):  # slack moved up a class: duals non-decreasing

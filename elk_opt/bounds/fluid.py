@@ -130,6 +130,16 @@ class _Lp:
         self.row_lower.append(lower)
         self.row_upper.append(upper)
 
+    def append(self, other: _Lp, scale: float = 1.0) -> int:
+        """Add `other`'s columns (costs times `scale`) and rows beside this LP's, sharing
+        none of them: a block of a joint LP. The offset of `other`'s columns here."""
+        offset = len(self.cost)
+        for cost, anchor in zip(other.cost, other.anchor, strict=True):
+            self.column(scale * cost, anchor)
+        for row, lower, upper in other.rows():
+            self.row({offset + col: v for col, v in row.items()}, lower, upper)
+        return offset
+
     def solve(self, time_limit_s: float | None, threads: int) -> tuple[float, float] | None:
         """(optimum, sum of dual infeasibilities) of the minimisation, None if not solved."""
         h = self.highs(time_limit_s, threads)
