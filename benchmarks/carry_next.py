@@ -45,6 +45,7 @@ from elk_opt.bounds.fluid_milp import branch_and_bound
 from elk_opt.bounds.fluid_sram import build_fluid_sram, spaced_costs
 from elk_opt.bounds.layers import layer_windows
 from elk_opt.bounds.window import window_instance, window_key
+from elk_opt.errors import InputError
 from elk_opt.io import load_instance
 from elk_opt.problem import Instance
 
@@ -121,7 +122,10 @@ def main() -> None:
     ap.add_argument("--program", type=int, default=None,
                     help="solve only the MIP of the program whose first window is this one")
     args = ap.parse_args()
-    instance = load_instance(args.instance)
+    try:
+        instance = load_instance(args.instance)
+    except InputError as error:
+        ap.error(str(error))  # exit 2
     windows = layer_windows(instance, 1)
     ids: dict[tuple, int] = {}
     keys = [ids.setdefault(window_key(instance, a, b), len(ids)) for a, b in windows]
@@ -130,6 +134,9 @@ def main() -> None:
         pair = (keys[w], keys[w + 1] if w + 1 < len(windows) else None)
         counts.setdefault(pair, []).append(w)
     chosen = [(ws[0], len(ws)) for ws in counts.values()]
+    if args.program is not None and args.program not in {w for w, _ in chosen}:
+        ap.error(f"--program: {args.program} is not the first window of a program; those "
+                 f"are {', '.join(str(w) for w, _ in chosen)}")
     print(f"machine: {platform.machine()}, {platform.python_version()}, one thread; "
           f"{instance.name}: {len(windows)} windows, {len(chosen)} programs")
     started = time.perf_counter()
