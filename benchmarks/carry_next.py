@@ -140,19 +140,18 @@ def main() -> None:
     print(f"machine: {platform.machine()}, {platform.python_version()}, one thread; "
           f"{instance.name}: {len(windows)} windows, {len(chosen)} programs")
     started = time.perf_counter()
-    value, prices = joint_prices([(program(instance, windows, keys, w, False), n)
-                                  for w, n in chosen])
+    relaxed = {w: program(instance, windows, keys, w, False) for w, _n in chosen}
+    value, prices = joint_prices([(relaxed[w], n) for w, n in chosen])
     print(f"joint LP {value:,.0f} ns ({time.perf_counter() - started:.1f} s)")
     print("| program (first window, count) | LP at the prices | MIP dual bound | MIP best "
           "solution | proven | s |")
     print("| --- | ---: | ---: | ---: | --- | ---: |")
-    for w, n in chosen:
-        relaxed = program(instance, windows, keys, w, False)
+    for w, n in chosen:  # the joint LP copied the relaxed programs: price them in place
         whole = program(instance, windows, keys, w, True)
-        for prog in (relaxed, whole):
+        for prog in (relaxed[w], whole):
             for col, key, v in prog.terms:
                 prog.model.lp.cost[col] += prices[key] * v
-        lp = relaxed.model.lp.solve(None, 1)
+        lp = relaxed[w].model.lp.solve(None, 1)
         clock = time.perf_counter()
         limit = args.mip_time_limit if args.program in (None, w) else 0.0
         mip = branch_and_bound(whole.model.lp, whole.model.integers, limit, 1)
