@@ -25,6 +25,7 @@ released at its model time, `elk_opt.evaluate`) and prints the periods it gives 
 
     python benchmarks/steady_cyclic.py CERT_OR_PLAN.json --layer 20 [--layers 1]
         [--time-limit 120] [--threads 2] [--order 10:0,18:0,...] [--check 8]
+        [--sram-scale 10]
 """
 
 from __future__ import annotations
@@ -235,8 +236,10 @@ def _hint(md: cp_model.CpModel, cycle: Cycle, pi: Var, s: list[Var], c: list[Var
         md.AddHint(u, int(cycle.load_start[r] + k * per < cycle.exec_end[i]))
 
 
-def check(plan: Plan, start: int, stop: int, cycle: Cycle, copies: int, ahead: int) -> None:
-    """Time `copies` blocks repeating `cycle`, each instruction released at its model time."""
+def check(plan: Plan, start: int, stop: int, cycle: Cycle, copies: int, ahead: int,
+          sram: int) -> None:
+    """Time `copies` blocks repeating `cycle`, each instruction released at its model time,
+    on the plan's chip with `sram` bytes of SRAM a core."""
     inst, m = plan.instance, stop - start
     ops = []
     for block in range(copies):
@@ -248,7 +251,8 @@ def check(plan: Plan, start: int, stop: int, cycle: Cycle, copies: int, ahead: i
             ops.append(dataclasses.replace(op, name=f"{block}.{op.name}",
                                            inputs=tuple(sorted(x for x in inputs
                                                                if x < block * m + r))))
-    steady = dataclasses.replace(inst, name=f"{inst.name} steady", ops=tuple(ops))
+    steady = dataclasses.replace(inst, name=f"{inst.name} steady", ops=tuple(ops),
+                                 chip=dataclasses.replace(inst.chip, sram_bytes=sram))
     choice = [plan.choice[start + r] for _ in range(copies) for r in range(m)]
     keyed, release = [], {}
     for block in range(copies):
@@ -267,7 +271,7 @@ def check(plan: Plan, start: int, stop: int, cycle: Cycle, copies: int, ahead: i
     starts = [schedule.exec_start[block * m] for block in range(copies)]
     periods = sorted({b - a for a, b in zip(starts, starts[1:], strict=False)})
     print(f"exact timing of {copies} copies: block periods {periods}, R5 peak "
-          f"{schedule.peak_sram_bytes:,} of {inst.chip.sram_bytes:,}")
+          f"{schedule.peak_sram_bytes:,} of {sram:,}")
 
 
 def _order(text: str, own: Cycle, ahead: int) -> list[tuple[int, int]]:
@@ -293,17 +297,22 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--order", help="fixed cyclic load order: op:blocks_ahead,...")
     ap.add_argument("--check", type=int, default=0, help="copies to time exactly (0: none)")
+    ap.add_argument("--sram-scale", type=float, default=1.0,
+                    help="the SRAM times this (> 0): whether SRAM is what holds an order back")
     args = ap.parse_args()
     try:
         plan, _certificate = read_plan_or_certificate(args.plan)
         ops, own, start, stop = block_of(plan, args.layer, args.layers)
         order = _order(args.order, own, args.ahead) if args.order else None
+        if not args.sram_scale > 0:
+            raise ValueError(f"--sram-scale must be > 0, got {args.sram_scale}")
     except (InputError, ValueError) as error:
         ap.error(str(error))  # exit 2
+    sram = int(plan.instance.chip.sram_bytes * args.sram_scale)
     print(f"block: layers {args.layer}-{args.layer + args.layers - 1}, {len(ops)} ops; the plan's "
           f"period {own.period:,} ns, its load order {own.order()}")
     began = time.perf_counter()
-    status, best, bound = solve_cycle(ops, plan.instance.chip.sram_bytes, args.ahead,
+    status, best, bound = solve_cycle(ops, sram, args.ahead,
                                       args.time_limit, args.threads, own, order)
     wall = time.perf_counter() - began
     if best is None:
@@ -313,7 +322,7 @@ def main() -> None:
           f"({(best.period / own.period - 1) * 100:+.3f}% against the plan's); "
           f"load order {best.order()}")
     if args.check:
-        check(plan, start, stop, best, args.check, args.ahead)
+        check(plan, start, stop, best, args.check, args.ahead, sram)
 
 
 if __name__ == "__main__":
