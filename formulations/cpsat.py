@@ -12,7 +12,8 @@ checked against the model. On a decoder layer or less, half the time left after 
 is kept back: when the search proves nothing, the fluid MIP with loads run whole
 (`loads_run_whole`) may still raise the bound to the plan (`fluid_contiguous_ns`), and the
 plan its timeline replays to (`fluid_replay`) replaces the search's when it is faster. The
-time the MIP leaves goes to the search again (`_continued`).
+time the MIP leaves goes to the search again (`_continued`). There the floor before the
+probes is the fluid LP alone: the plain fluid MIP cost the probes more than it gave (`_fluid`).
 """
 
 from __future__ import annotations
@@ -392,12 +393,18 @@ def _retime_starts(instance: Instance, restrict: Restrictions, ready: Prepared,
 def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | None:
     """The fluid floor (`fluid_floor`) under 5b. As a floor on the makespan it lets the LP
     fix what cannot beat the incumbent, and the probes start there; on the calibration layer
-    it is 193,181 ns against the section-5 bound's 191,398 (optimum 193,466); on a one-layer
-    OPT-30B b64 slice the MIP's 761,861 ns is the optimum, 2% above the LP (one thread, 60 s:
-    the probe at it ran out of its share unproven, and which later phase reaches a plan of
-    that makespan varies run to run)."""
+    it is 193,181 ns against the section-5 bound's 191,398 (optimum 193,466).
+
+    The fluid MIP joins the LP only where the MIP with loads run whole does not follow an
+    unproven search (`_loads_run_whole`): where it does, that MIP claims more than the plain
+    one, and the plain one before the probes costs them time and hands them a floor so close
+    under the optimum that the probe there is hard to refute. Cold, 60 s: two Llama2-13B `bsp`
+    layers were proven in 12.9 s from the LP's floor and not at all from the MIP's (9.3 s of
+    MIP, then a probe out of time); a one-layer OPT-30B b64 KV4096 `bsp` slice in 31.8 s, and
+    not at all (BENCHMARKS.md, "The fluid MIP left to the end")."""
     return fluid_floor(instance, "shared-noc", lambda: remaining(options.time_limit_s, started),
-                       milp=options.work_limit is None)
+                       milp=options.work_limit is None
+                       and not _loads_run_whole(instance, options))
 
 
 def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,

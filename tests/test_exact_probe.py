@@ -75,13 +75,24 @@ def _bytes(plan) -> str:
     return json.dumps(data, sort_keys=True)
 
 
-def test_the_floor_counts_pending_loads_whole_on_small_instances():
+def test_the_floor_counts_pending_loads_whole_when_no_mip_follows_the_search():
     # Each op holds 60 of 100 B, so P1 cannot be pending at E0: the optimum is 40. The fluid
     # LP (30) and its fractional R5 charge (34) sit below; the fluid MIP is the optimum, and
-    # a start that meets it needs no search.
+    # a start that meets it needs no search. It floors the probes only where the MIP with
+    # loads run whole does not follow an unproven search (here: not asked for).
+    instance = tiny_instance([(10, 60, 10, 60, 0), (10, 60, 10, 60, 0)])
+    plan = solve(instance, "cpsat", replace(SHARED, loads_run_whole=False))
+    assert plan.claims.params["fluid_bound_ns"] == 40
+    assert plan.claims.params["solver_status"] == "start meets the bound"
+    assert plan.claims.status == "optimal" and plan.claims.makespan_ns == 40
+
+
+def test_where_the_mip_with_loads_run_whole_follows_the_floor_is_the_lp():
+    # the same instance by default: the plain MIP would cost the probes time; the search
+    # proves 40 from the LP's floor
     instance = tiny_instance([(10, 60, 10, 60, 0), (10, 60, 10, 60, 0)])
     plan = solve(instance, "cpsat", SHARED)
-    assert plan.claims.params["fluid_bound_ns"] == 40
+    assert plan.claims.params["fluid_bound_ns"] == 30
     assert plan.claims.status == "optimal" and plan.claims.makespan_ns == 40
 
 
@@ -138,8 +149,9 @@ def _plan():
 
 
 def test_a_search_that_proves_nothing_still_claims_the_bound_with_loads_run_whole(monkeypatch):
-    # The example of tests/test_bounds.py: the fluid MIP gives 22, with loads run whole 24,
-    # the optimum. A search that ends unproven, with time kept back for that bound, claims it.
+    # The example of tests/test_bounds.py: the fluid LP gives 22 (the floor: no plain MIP
+    # where this one follows), with loads run whole 24, the optimum. A search that ends
+    # unproven, with time kept back for that bound, claims it.
     instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
     limits = []
 
