@@ -396,12 +396,13 @@ def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | N
     it is 193,181 ns against the section-5 bound's 191,398 (optimum 193,466).
 
     The fluid MIP joins the LP only where the MIP with loads run whole does not follow an
-    unproven search (`_loads_run_whole`): where it does, that MIP claims more than the plain
-    one, and the plain one before the probes costs them time and hands them a floor so close
-    under the optimum that the probe there is hard to refute. Cold, 60 s: two Llama2-13B `bsp`
-    layers were proven in 12.9 s from the LP's floor and not at all from the MIP's (9.3 s of
-    MIP, then a probe out of time); a one-layer OPT-30B b64 KV4096 `bsp` slice in 31.8 s, and
-    not at all (BENCHMARKS.md, "The fluid MIP left to the end")."""
+    unproven search (`_loads_run_whole`). Where it does, that MIP (the plain one with more
+    rows) claims at least as much once it finishes, and the plain one before the probes only
+    costs them its time and hands them a floor so close under the optimum that the probe
+    there is hard to refute: the calibration layer is proven in 6.0-6.5 s instead of 7.3-7.6,
+    10 of the small suite's exact cells end better and none worse, and a one-layer OPT-30B
+    b64 KV4096 `bsp` slice, cold, seed 0, is proven in 33 s of 60 where it was not (BENCHMARKS.md,
+    "The fluid MIP left to the end")."""
     return fluid_floor(instance, "shared-noc", lambda: remaining(options.time_limit_s, started),
                        milp=options.work_limit is None
                        and not _loads_run_whole(instance, options))
