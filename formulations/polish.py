@@ -37,7 +37,8 @@ is a local optimum of this neighbourhood, not a proven optimum: its status is `f
 unless its bound meets it. The bound claimed is the best of: the best linear-time bound for
 the timing (`elk_opt.bounds.cheap`), up to FLUID_MAX_OPS ops the fluid floor
 (`formulations.fluid_floor`: the fluid LP, milliseconds there, and up to 100 ops the fluid
-MIP in a fifth of the time) or instead a floor the caller gives (`SolveOptions.floor_ns`, at
+MIP in a fifth of the time, unless the MIP with loads run whole follows the whole solve under
+5b: `_whole_then_loads`) or instead a floor the caller gives (`SolveOptions.floor_ns`, at
 any size), with `certify` the LP relaxation's, and CP-SAT's bound once a
 window covered the whole instance (then the region model is the exact model); all for the
 instance's execution order. The floor comes first, and the search stops once its plan meets
@@ -59,6 +60,7 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from elk_opt.bounds.cheap import cheap_bound_by
+from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS
 from elk_opt.deadline import Deadline
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import Schedule, evaluate
@@ -271,8 +273,9 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
         return None if deadline is None else deadline - time.perf_counter()
 
     with Interrupt() as interrupt:
-        floor = options.floor_ns if options.floor_ns is not None else \
-            _floor(instance, timing, deadline, options.work_limit is not None)
+        floor = options.floor_ns if options.floor_ns is not None else _floor(
+            instance, timing, deadline, milp=options.work_limit is None
+            and not _whole_then_loads(instance, options, knobs["whole"]))
 
         def meets_floor() -> bool:  # then the plan is optimal: no window can gain
             bounds = [b for b in (floor, search.bound) if b is not None]
@@ -404,12 +407,22 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
 
 
 def _floor(instance: Instance, timing: Timing, deadline: float | None,
-           repeatable: bool) -> int | None:
+           milp: bool) -> int | None:
     """The fluid floor (`fluid_floor`) on instances up to FLUID_MAX_OPS ops; None above."""
     if len(instance.ops) > FLUID_MAX_OPS:
         return None
     return fluid_floor(instance, timing, lambda: UNLIMITED_FLOOR_S if deadline is None
-                       else deadline - time.perf_counter(), milp=not repeatable)
+                       else deadline - time.perf_counter(), milp=milp)
+
+
+def _whole_then_loads(instance: Instance, options: SolveOptions, whole: bool) -> bool:
+    """Whether, under 5b, the instance is solved whole and the fluid MIP with loads run whole
+    follows an unproven solve: then the floor is the fluid LP alone, as in `cpsat`, for the
+    same reason (`cpsat._fluid`): that MIP claims what the plain one would, and the plain
+    one before the solve costs its probes time and a floor hard to refute."""
+    return (options.timing == "shared-noc" and whole
+            and len(instance.ops) <= min(WHOLE_MAX_OPS, FLUID_CONTIGUOUS_MAX_OPS)
+            and wants_loads_run_whole(options))
 
 
 def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,

@@ -35,7 +35,7 @@ from formulations.lns_region import move_key, region_model, region_of, splice
 from formulations.lns_windows import windows
 from formulations.polish import _incumbent, _loads_run_whole, _Search
 from tests.strategies import random_instances, synthetic_instances
-from tests.tiny import parse, port_instance
+from tests.tiny import parse, port_instance, tiny_instance
 from verify import check
 
 TIMINGS = ("separate-noc", "shared-noc")
@@ -492,3 +492,19 @@ def test_after_an_unproven_whole_solve_polish_takes_the_fluid_mip_bound_and_plan
         search = _Search(instance, pairs, start, "shared-noc")
         _loads_run_whole(search, kept, None, 10.0)
         assert (search.bound, search.replayed, search.inc.plan) == (None, False, start)
+
+
+@pytest.mark.parametrize("loads_run_whole, floor", [(False, 40), (None, 30)])
+def test_polish_floors_with_the_lp_where_the_mip_with_loads_run_whole_follows(loads_run_whole,
+                                                                              floor):
+    # As in `cpsat` (tests/test_exact_probe.py): each op holds 60 of 100 B, the optimum is
+    # 40, the fluid LP 30 and the plain fluid MIP 40. Where polish solves the instance whole
+    # and that MIP follows an unproven solve (by default), the floor is the LP alone; the
+    # whole solve proves 40 either way.
+    instance = tiny_instance([(10, 60, 10, 60, 0), (10, 60, 10, 60, 0)])
+    start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
+    plan = run_method(instance, "polish", SolveOptions(
+        threads=1, timing="shared-noc", time_limit_s=30, warm_start="basic", warm_plan=start,
+        loads_run_whole=loads_run_whole))
+    assert plan.claims.params["fluid_bound_ns"] == floor
+    assert plan.claims.status == "optimal" and _holds(plan, start.claims.makespan_ns) == 40
