@@ -11,8 +11,9 @@ plan carries the model's start times as release times, only those that bind; its
 checked against the model. On a decoder layer or less, half the time left after the floor
 is kept back: when the search proves nothing, the fluid MIP with loads run whole
 (`loads_run_whole`) may still raise the bound to the plan (`fluid_contiguous_ns`), and the
-plan its timeline replays to (`fluid_replay`) replaces the search's when it is faster. The
-time the MIP leaves goes to the search again (`_continued`). There the floor before the
+plan its timeline replays to (`fluid_replay`), re-timed with its pairs and load order held
+(`fluid_retime`, in half the time the MIP leaves), replaces the search's when it is
+faster. The rest goes to the search again (`_continued`). There the floor before the
 probes is the fluid LP alone: the plain fluid MIP cost the probes more than it gave (`_fluid`).
 """
 
@@ -47,6 +48,7 @@ from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.fluid_floor import fluid_floor, loads_run_whole, wants_loads_run_whole
+from formulations.fluid_retime import retimed
 from formulations.model_map import VariableMap, pick_map
 from formulations.replay import replay_shared
 
@@ -439,6 +441,8 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
             # the replay keeps to no restriction (window, fifo, max_pending): under one, the
             # search's plan and bounds answer the restricted question, and the replay does not
             replayed = found.plan if restrict == Restrictions() else None
+            if replayed is not None and not stop_requested():
+                replayed = _retimed_replay(instance, options, replayed, found.bound_ns, started)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         if status == cp_model.UNKNOWN:
             bounds.append(ceil_integer(solver.best_objective_bound))
@@ -465,6 +469,16 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                      lower_bound_ns=lower, params=params)
     plan = _faster(instance, plan, replayed, max(bounds), params, started) or plan
     return _continued(instance, options, plan, started) if whole else plan
+
+
+def _retimed_replay(instance: Instance, options: SolveOptions, replayed: Plan,
+                    bound: int | None, started: float) -> Plan:
+    """The plan replayed from the fluid MIP's timeline, re-timed with its pairs and load
+    order held (`fluid_retime`) in RETIME_SHARE of the time left (without a time limit, in
+    RETIME_UNLIMITED_S), if that is faster; the search continued gets the rest."""
+    left = remaining(options.time_limit_s, started)
+    limit = RETIME_UNLIMITED_S if left is None else RETIME_SHARE * left
+    return retimed(instance, replayed, bound, limit, options, "cpsat", started) or replayed
 
 
 def _continued(instance: Instance, options: SolveOptions, plan: Plan, started: float) -> Plan:
@@ -508,13 +522,17 @@ def _faster(instance: Instance, plan: Plan | None, replayed: Plan | None, bound:
         return plan
     makespan = replayed.claims.makespan_ns
     lower = claimed_bound(instance, bound, makespan)
+    source = replayed.claims.params.get("plan_source", "fluid MIP timeline")  # or re-timed
     return make_plan(instance, replayed.choice, replayed.program, method="cpsat",
                      started=started, timing="shared-noc", release_ns=replayed.release_ns,
                      status="optimal" if lower == makespan else "feasible",
-                     lower_bound_ns=lower, params={**params, "plan_source": "fluid MIP timeline"})
+                     lower_bound_ns=lower, params={**params, "plan_source": source})
 
 
 WHOLE_LOADS_SHARE = 0.5  # of the time left after the floor, kept for the bound after search
+RETIME_SHARE = 0.5  # of the time that MIP left, to re-time its plan (BENCHMARKS.md, "The
+# fluid MIP's plan re-timed")
+RETIME_UNLIMITED_S = 10.0  # for that without a time limit
 CONTINUE_MIN_S = 1.0  # left after that MIP, the least for which the search runs again
 
 

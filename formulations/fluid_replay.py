@@ -17,7 +17,8 @@ the load before it on the HBM at once; a load that moves no data just before its
 execute; the executes in the instance's order, each released at its start in the solution
 less a slack. The timing then decides the real times. A few slacks are tried, and none; a
 program that breaks R5 (the MIP charges SRAM over a band of loads only) is dropped. Of the
-releases, the plan keeps those that bind, as every exact method's plan does.
+releases, the plan keeps those that bind, as every exact method's plan does. Under 5b `cpsat`
+then re-times the plan exactly, its pairs and load order held (`fluid_retime`).
 """
 
 from __future__ import annotations
