@@ -478,6 +478,8 @@ def _retimed_replay(instance: Instance, options: SolveOptions, replayed: Plan,
     RETIME_UNLIMITED_S), if that is faster; the search continued gets the rest."""
     left = remaining(options.time_limit_s, started)
     limit = RETIME_UNLIMITED_S if left is None else RETIME_SHARE * left
+    if limit < RETIME_MIN_S:  # building the model alone takes a few tenths on a layer
+        return replayed
     return retimed(instance, replayed, bound, limit, options, "cpsat", started) or replayed
 
 
@@ -533,6 +535,7 @@ WHOLE_LOADS_SHARE = 0.5  # of the time left after the floor, kept for the bound 
 RETIME_SHARE = 0.5  # of the time that MIP left, to re-time its plan (BENCHMARKS.md, "The
 # fluid MIP's plan re-timed")
 RETIME_UNLIMITED_S = 10.0  # for that without a time limit
+RETIME_MIN_S = 0.5  # less than this, and the plan is kept as replayed
 CONTINUE_MIN_S = 1.0  # left after that MIP, the least for which the search runs again
 
 
