@@ -474,11 +474,11 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
 def _retimed_replay(instance: Instance, options: SolveOptions, replayed: Plan,
                     bound: int | None, started: float) -> Plan:
     """The plan replayed from the fluid MIP's timeline, re-timed with its pairs and load
-    order held (`fluid_retime`) in RETIME_SHARE of the time left (without a time limit, in
-    RETIME_UNLIMITED_S), if that is faster; the search continued gets the rest."""
+    order held (`fluid_retime`) in REPLAY_RETIME_SHARE of the time left (without a time limit,
+    in REPLAY_RETIME_UNLIMITED_S), if that is faster; the search continued gets the rest."""
     left = remaining(options.time_limit_s, started)
-    limit = RETIME_UNLIMITED_S if left is None else RETIME_SHARE * left
-    if limit < RETIME_MIN_S:  # building the model alone takes a few tenths on a layer
+    limit = REPLAY_RETIME_UNLIMITED_S if left is None else REPLAY_RETIME_SHARE * left
+    if limit < REPLAY_RETIME_MIN_S:  # building the model alone takes a few tenths on a layer
         return replayed
     return retimed(instance, replayed, bound, limit, options, "cpsat", started) or replayed
 
@@ -532,10 +532,10 @@ def _faster(instance: Instance, plan: Plan | None, replayed: Plan | None, bound:
 
 
 WHOLE_LOADS_SHARE = 0.5  # of the time left after the floor, kept for the bound after search
-RETIME_SHARE = 0.5  # of the time that MIP left, to re-time its plan (BENCHMARKS.md, "The
-# fluid MIP's plan re-timed")
-RETIME_UNLIMITED_S = 10.0  # for that without a time limit
-RETIME_MIN_S = 0.5  # less than this, and the plan is kept as replayed
+REPLAY_RETIME_SHARE = 0.5  # of the time that MIP left, to re-time its plan (BENCHMARKS.md,
+# "The fluid MIP's plan re-timed")
+REPLAY_RETIME_UNLIMITED_S = 10.0  # for that without a time limit
+REPLAY_RETIME_MIN_S = 0.5  # less than this, and the plan is kept as replayed
 CONTINUE_MIN_S = 1.0  # left after that MIP, the least for which the search runs again
 
 
