@@ -43,7 +43,14 @@ from formulations.common import (
     remaining,
     warm_decisions,
 )
-from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, solver_for
+from formulations.cpsat_model import (
+    CpsatModel,
+    add_hint,
+    build,
+    read_times,
+    shared_plan,
+    solver_for,
+)
 from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
@@ -252,11 +259,7 @@ def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         # no better timing in time: the plan as it is still starts (and bounds) the search
         return _as_is(instance, plan, started)
-    times = read_times(cm, solver)
-    program = decode(instance, times)
-    release, _schedule = replay_shared(instance, program, times)
-    return make_plan(instance, times.choice, program, method="cpsat", started=started,
-                     timing="shared-noc", release_ns=release)
+    return shared_plan(instance, cm, solver, "cpsat", started)
 
 
 def _usable(instance: Instance, restrict: Restrictions, plan: Plan | None,

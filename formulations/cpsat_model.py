@@ -22,12 +22,13 @@ from ortools.sat.python import cp_model
 
 from elk_opt.evaluate import Schedule, evaluate
 from elk_opt.problem import Choice, Instance, Plan, Timing
-from elk_opt.solution import SolveOptions
+from elk_opt.solution import SolveOptions, make_plan
 from formulations.common import (
     ModelTimes,
     Pair,
     Restrictions,
     Warm,
+    decode,
     feasible_pairs,
     hint_index,
     horizon,
@@ -44,7 +45,7 @@ from formulations.cpsat_port import (
     hint_port,
 )
 from formulations.deadline import NO_DEADLINE, Deadline
-from formulations.replay import hinted_schedule
+from formulations.replay import hinted_schedule, replay_shared
 
 
 @dataclass
@@ -428,6 +429,17 @@ def solver_for(options: SolveOptions, time_limit_s: float | None,
         prm.log_to_stdout = False
         solver.log_callback = lambda line: print(line, file=sys.stderr)
     return solver
+
+
+def shared_plan(instance: Instance, cm: CpsatModel, solver: cp_model.CpSolver, method: str,
+                started: float, params: Mapping | None = None) -> Plan:
+    """The 5b plan of the solver's solution: its program decoded, with the releases of
+    `replay_shared` (every start the model's, only those that bind kept)."""
+    times = read_times(cm, solver)
+    program = decode(instance, times)
+    release, _schedule = replay_shared(instance, program, times)
+    return make_plan(instance, times.choice, program, method=method, started=started,
+                     timing="shared-noc", release_ns=release, params=params)
 
 
 def read_times(cm: CpsatModel, solver: cp_model.CpSolver) -> ModelTimes:

@@ -20,11 +20,10 @@ from dataclasses import replace
 from ortools.sat.python import cp_model
 
 from elk_opt.problem import Instance, Plan
-from elk_opt.solution import SolveOptions, make_plan
-from formulations.common import Restrictions, decode, feasible_pairs, hint_index
-from formulations.cpsat_model import add_hint, build, read_times, solver_for
+from elk_opt.solution import SolveOptions
+from formulations.common import Restrictions, feasible_pairs, hint_index
+from formulations.cpsat_model import add_hint, build, shared_plan, solver_for
 from formulations.cpsat_run import solve as run_cpsat
-from formulations.replay import replay_shared
 
 
 def retimed(instance: Instance, plan: Plan, lower: int | None, time_limit_s: float,
@@ -48,11 +47,7 @@ def retimed(instance: Instance, plan: Plan, lower: int | None, time_limit_s: flo
                         time_limit_s, "shared-noc", interleave=True)
     if run_cpsat(solver, cm.model) not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return None
-    times = read_times(cm, solver)
-    program = decode(instance, times)
-    release, _schedule = replay_shared(instance, program, times)
-    found = make_plan(instance, times.choice, program, method=method, started=started,
-                      timing="shared-noc", release_ns=release,
-                      params={"plan_source": "fluid MIP re-timed"})
+    found = shared_plan(instance, cm, solver, method, started,
+                        {"plan_source": "fluid MIP re-timed"})
     assert found.claims is not None
     return found if found.claims.makespan_ns < plan.claims.makespan_ns else None
