@@ -24,7 +24,6 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
-from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.interrupts import stop_requested
@@ -54,7 +53,12 @@ from formulations.cpsat_model import (
 from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
-from formulations.fluid_floor import fluid_floor, loads_run_whole, wants_loads_run_whole
+from formulations.fluid_floor import (
+    fits_loads_run_whole,
+    fluid_floor,
+    loads_run_whole,
+    wants_loads_run_whole,
+)
 from formulations.fluid_retime import retimed
 from formulations.model_map import VariableMap, pick_map
 from formulations.replay import replay_shared
@@ -544,9 +548,10 @@ CONTINUE_MIN_S = 1.0  # left after that MIP, the least for which the search runs
 
 def _loads_run_whole(instance: Instance, options: SolveOptions) -> bool:
     """Whether the search ends, when it proves nothing, with the fluid MIP with loads run
-    whole (`loads_run_whole`): on a decoder layer or less, in the instance's order, and as
-    `wants_loads_run_whole` says (BENCHMARKS.md, "Loads run whole")."""
-    return (len(instance.ops) <= FLUID_CONTIGUOUS_MAX_OPS and not _free(options)
+    whole (`loads_run_whole`): on a decoder layer or less (`fits_loads_run_whole`), in the
+    instance's order, and as `wants_loads_run_whole` says (BENCHMARKS.md, "Loads run
+    whole")."""
+    return (fits_loads_run_whole(instance) and not _free(options)
             and wants_loads_run_whole(options))
 
 

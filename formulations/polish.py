@@ -60,7 +60,6 @@ from dataclasses import dataclass, replace
 from ortools.sat.python import cp_model
 
 from elk_opt.bounds.cheap import cheap_bound_by
-from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS
 from elk_opt.deadline import Deadline
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import Schedule, evaluate
@@ -81,7 +80,12 @@ from formulations.common import (
 from formulations.cpsat import solve as solve_cpsat
 from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
-from formulations.fluid_floor import fluid_floor, loads_run_whole, wants_loads_run_whole
+from formulations.fluid_floor import (
+    fits_loads_run_whole,
+    fluid_floor,
+    loads_run_whole,
+    wants_loads_run_whole,
+)
 from formulations.ilp import TooLarge, lp_bound
 from formulations.lns_advance import advance_loads
 from formulations.lns_holds import hold_executes
@@ -421,7 +425,7 @@ def _whole_then_loads(instance: Instance, options: SolveOptions, whole: bool) ->
     same reason (`cpsat._fluid`): that MIP claims what the plain one would, and the plain
     one before the solve costs its probes time and a floor hard to refute."""
     return (options.timing == "shared-noc" and whole
-            and len(instance.ops) <= min(WHOLE_MAX_OPS, FLUID_CONTIGUOUS_MAX_OPS)
+            and len(instance.ops) <= WHOLE_MAX_OPS and fits_loads_run_whole(instance)
             and wants_loads_run_whole(options))
 
 
@@ -455,7 +459,7 @@ def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,
 def _loads_run_whole(search: _Search, options: SolveOptions, deadline: float | None,
                      window_time: float) -> None:
     """After an unproven whole solve, as `cpsat` does: the fluid MIP with loads run whole
-    (`fluid_floor.loads_run_whole`, on up to 50 ops) in LOADS_SHARE of the time left (without
+    (`fluid_floor.loads_run_whole`, on a decoder layer or less) in LOADS_SHARE of the time left (without
     a time limit, in a window's `window_time`), its bound kept and the plan read from its
     solution taken if faster; as `wants_loads_run_whole` says (BENCHMARKS.md, "Polish reads
     the fluid MIP too")."""
