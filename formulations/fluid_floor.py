@@ -21,11 +21,15 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS, FLUID_MILP_MAX_OPS
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
+
+if TYPE_CHECKING:
+    from elk_opt.bounds.fluid import FluidBound
 
 LP_SHARE = 0.1  # of the time left, for the fluid LP
 MILP_SHARE = 0.2  # of the time left then, for the fluid MIP on small instances
@@ -110,3 +114,20 @@ def loads_run_whole(instance: Instance, timing: Timing, time_limit_s: float | No
     if solved.model is not None and solved.solution is not None:
         plan = replayed_plan(instance, solved.model, solved.solution, timing, method, started)
     return LoadsRunWhole(solved.bound.bound_ns, plan, solved.bound.complete, solved.bound.wall_s)
+
+
+def whole_ns_bound(instance: Instance, timing: Timing,
+                   time_limit_s: float | None) -> FluidBound | None:
+    """The fluid MIP with loads run whole and intervals of whole ns (elk_opt.bounds.whole_ns),
+    for the last ns between a plan and `loads_run_whole`'s bound; None if a SIGINT asked the
+    caller to stop with its best plan."""
+    from elk_opt.bounds.fluid_milp import fluid_milp_bound
+
+    if stop_requested():
+        return None
+    try:
+        return fluid_milp_bound(instance, timing, time_limit_s, contiguous=True, whole_ns=True)
+    except KeyboardInterrupt:  # as in fluid_floor
+        if not stop_requested():
+            raise
+        return None

@@ -459,9 +459,9 @@ def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,
 def _loads_run_whole(search: _Search, options: SolveOptions, deadline: float | None,
                      window_time: float) -> None:
     """After an unproven whole solve, as `cpsat` does: the fluid MIP with loads run whole
-    (`fluid_floor.loads_run_whole`, on a decoder layer or less) in LOADS_SHARE of the time left (without
-    a time limit, in a window's `window_time`), its bound kept and the plan read from its
-    solution taken if faster; as `wants_loads_run_whole` says (BENCHMARKS.md, "Polish reads
+    (`fluid_floor.loads_run_whole`, on a decoder layer or less) in LOADS_SHARE of the time
+    left (without a time limit, in a window's `window_time`), its bound kept and the plan read
+    from its solution taken if faster; as `wants_loads_run_whole` says (BENCHMARKS.md, "Polish reads
     the fluid MIP too")."""
     if not wants_loads_run_whole(options):
         return

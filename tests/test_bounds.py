@@ -111,6 +111,8 @@ def all_bounds(instance: Instance, timing: str, cpsat: bool = False) -> dict[str
     out["fluid-sram, band 1"] = fluid_sram_bound(instance, timing, band=1).bound_ns
     out["fluid-milp"] = fluid_milp_bound(instance, timing).bound_ns
     out["fluid-contiguous"] = fluid_milp_bound(instance, timing, contiguous=True).bound_ns
+    out["fluid-whole-ns"] = fluid_milp_bound(instance, timing, contiguous=True,
+                                             whole_ns=True).bound_ns
     for width in (2, 3):  # windows that pay for the loads they carry: the LP's prices, 0
         out[f"carry, width {width}"] = carry_bound(instance, timing, max_width=width,
                                                    rounds=2).bound_ns
@@ -320,6 +322,26 @@ def test_one_load_running_stays_between_the_fluid_mip_and_the_exhaustive_optimum
     assert raised.complete
     assert raised.bound_ns >= fluid_milp_bound(instance, "shared-noc").bound_ns - 1
     assert raised.bound_ns <= enumerate_shared_optimum(instance).makespan_ns
+
+
+def test_intervals_of_whole_ns_round_each_end_up_as_the_timing_does():
+    # E0 and E1 (7 ns, port demand 572) share the port with P2 (9 ns, 445) and slow to
+    # 555/572 of their speed beside it; every end of a plan falls on a whole ns, the fluid
+    # MIP's interval ends do not. With each interval a whole number of ns, the optimum.
+    instance = port_instance([(0, 0, 7, 4), (0, 0, 7, 4), (9, 4, 1, 0)])
+    assert enumerate_shared_optimum(instance).makespan_ns == 17
+    assert fluid_milp_bound(instance, "shared-noc", contiguous=True).bound_ns == 16
+    assert fluid_milp_bound(instance, "shared-noc", contiguous=True,
+                            whole_ns=True).bound_ns == 17
+
+
+@settings(max_examples=40)
+@given(port_chains())
+def test_intervals_of_whole_ns_stay_between_the_mip_and_the_exhaustive_optimum(instance):
+    whole = fluid_milp_bound(instance, "shared-noc", contiguous=True, whole_ns=True)
+    assert whole.complete
+    assert whole.bound_ns >= fluid_milp_bound(instance, "shared-noc", contiguous=True).bound_ns
+    assert whole.bound_ns <= enumerate_shared_optimum(instance).makespan_ns
 
 
 @settings(max_examples=60)

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
 from elk_opt.bounds.run_all import recompute
-from elk_opt.certification.certificate import cpsat_contiguous_entry
+from elk_opt.certification.certificate import cpsat_contiguous_entry, cpsat_whole_ns_entry
 from elk_opt.errors import UsageError
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
@@ -201,6 +201,30 @@ def test_a_search_that_proves_nothing_still_claims_the_bound_with_loads_run_whol
                                                                params=unfinished))) is None
     assert plan.claims.status == ("optimal" if plan.claims.makespan_ns == 24 else "feasible")
     assert limits and limits[0] < 60.0 * (1 - cpsat.WHOLE_LOADS_SHARE) + 1
+
+
+def test_a_plan_a_ns_per_interval_above_that_mip_gets_its_intervals_in_whole_ns(monkeypatch):
+    # tests/test_bounds.py's example: the MIP with loads run whole gives 16, the optimum is 17
+    # since every end falls on a whole ns. A search that proves nothing, with Elk-Full's
+    # plan (17) within a ns per interval of 16, solves that MIP with whole intervals: 17.
+    instance = port_instance([(0, 0, 7, 4), (0, 0, 7, 4), (9, 4, 1, 0)])
+
+    def unproven(instance, restrict, started, ready):
+        return cp_model.UNKNOWN, SimpleNamespace(best_objective_bound=0.0,
+                                                 status_name=lambda _: "UNKNOWN"), None, ready
+
+    monkeypatch.setattr(cpsat, "_probe_then_search", unproven)
+    warm = solve(instance, "elk-full", SHARED)
+    assert warm.claims.makespan_ns == 17
+    plan = solve(instance, "cpsat", replace(SHARED, time_limit_s=60.0, warm_plan=warm,
+                                            warm_start="elk-full"))
+    params = plan.claims.params
+    assert params["fluid_contiguous_ns"] == 16 and params["fluid_whole_ns_ns"] == 17
+    assert plan.claims.status == "optimal" and plan.claims.lower_bound_ns == 17
+    entry = cpsat_whole_ns_entry(plan)
+    assert entry is not None and (entry["name"], entry["ns"]) == ("fluid-whole-ns", 17)
+    assert recompute(instance, "shared-noc", entry["name"], entry["params"], {}) == 17
+    assert check(plan_to_dict(plan)).valid
 
 
 def test_with_a_floor_given_cpsat_runs_the_mip_with_loads_run_whole_only_when_asked(

@@ -152,8 +152,9 @@ class _Lp:
         return info.objective_function_value, max(0.0, info.sum_dual_infeasibilities)
 
     def highs(self, time_limit_s: float | None, threads: int,
-              integers: Sequence[int] = ()) -> highspy.Highs:
-        """A quiet HiGHS holding the minimisation, `integers` the columns that are 0 or 1."""
+              integers: Sequence[int] = (), general: Sequence[int] = ()) -> highspy.Highs:
+        """A quiet HiGHS holding the minimisation, `integers` the columns that are 0 or 1,
+        `general` those that are any integer >= 0."""
         h = new_highs(verbose=False)
         h.setOptionValue("threads", threads)
         if time_limit_s is not None:
@@ -174,9 +175,9 @@ class _Lp:
         matrix.start_ = np.array(self.start, dtype=np.int32)
         matrix.index_ = np.array(self.index, dtype=np.int32)
         matrix.value_ = np.array(self.value)
-        if integers:
+        if integers or general:
             kinds = [highspy.HighsVarType.kContinuous] * lp.num_col_
-            for col in integers:
+            for col in (*integers, *general):
                 kinds[col] = highspy.HighsVarType.kInteger
             lp.integrality_ = kinds
         h.passModel(lp)

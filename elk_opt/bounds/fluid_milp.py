@@ -45,6 +45,7 @@ import numpy as np
 from elk_opt.bounds.contiguous import add_one_load_running
 from elk_opt.bounds.fluid import FluidBound, FluidModel, _Lp
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, build_fluid_sram, spaced_costs
+from elk_opt.bounds.whole_ns import add_whole_intervals
 from elk_opt.problem import Instance, Timing
 from formulations.highs_run import run_interruptible
 
@@ -65,21 +66,22 @@ class SolvedMilp:
 def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
                      band: int = DEFAULT_BAND, max_classes: int = 16,
                      threads: int = 1, contiguous: bool = False,
-                     from_first_start: bool = False) -> FluidBound:
+                     from_first_start: bool = False, whole_ns: bool = False) -> FluidBound:
     """The program's bound (module docstring), loads tracked `band` intervals back;
     `contiguous`: with one load running at each execute start (elk_opt.bounds.contiguous);
+    `whole_ns`: with every interval a whole number of ns (elk_opt.bounds.whole_ns);
     `from_first_start`: a bound on the makespan less the first execute's start, for plans
     whose loads before it cost nothing (elk_opt.bounds.layers' middle windows). Stopped by
     `time_limit_s`, the best dual bound so far (`complete` False); None if not even the root
     relaxation was solved."""
     return solve_fluid_milp(instance, timing, time_limit_s, band, max_classes, threads,
-                            contiguous, from_first_start).bound
+                            contiguous, from_first_start, whole_ns).bound
 
 
 def solve_fluid_milp(instance: Instance, timing: Timing, time_limit_s: float | None = None,
                      band: int = DEFAULT_BAND, max_classes: int = 16,
                      threads: int = 1, contiguous: bool = False,
-                     from_first_start: bool = False) -> SolvedMilp:
+                     from_first_start: bool = False, whole_ns: bool = False) -> SolvedMilp:
     """As `fluid_milp_bound`, with the model and its best solution."""
     if band < 0:
         raise ValueError(f"band must be >= 0, got {band}")
@@ -94,9 +96,10 @@ def solve_fluid_milp(instance: Instance, timing: Timing, time_limit_s: float | N
     if from_first_start:  # interval 0, [0, S_0), is the only one before the first start
         for col in model.phases[0]:
             model.lp.cost[col] = 0.0
+    lengths = add_whole_intervals(model) if whole_ns else []
     left = None if time_limit_s is None else max(0.0, time_limit_s - (time.perf_counter()
                                                                        - started))
-    mip = branch_and_bound(model.lp, model.integers, left, threads)
+    mip = branch_and_bound(model.lp, model.integers, left, threads, lengths)
     bound = None if mip.dual is None else max(0, math.ceil(mip.dual))
     return SolvedMilp(
         FluidBound(bound, len(model.lp.cost), len(model.lp.row_lower), len(model.reps),
@@ -117,13 +120,13 @@ class Mip:
 
 
 def branch_and_bound(lp: _Lp, integers: Sequence[int], time_limit_s: float | None,
-                     threads: int) -> Mip:
-    """Minimise `lp` with `integers` 0 or 1, to a gap of 0, on a HiGHS that has solved
-    nothing before: run after a solve of the relaxation on the same object (to skip
-    branching when the relaxation comes out whole), HiGHS 1.16 claimed an optimum below that
-    relaxation (Llama2-13B b32 KV4096, two layers: 538,040 ns against 554,132; solved
-    afresh, 554,164)."""
-    h = lp.highs(time_limit_s, threads, integers)
+                     threads: int, general: Sequence[int] = ()) -> Mip:
+    """Minimise `lp` with `integers` 0 or 1 and `general` any integer >= 0, to a gap of 0,
+    on a HiGHS that has solved nothing before: run after a solve of the relaxation on the
+    same object (to skip branching when the relaxation comes out whole), HiGHS 1.16 claimed
+    an optimum below that relaxation (Llama2-13B b32 KV4096, two layers: 538,040 ns against
+    554,132; solved afresh, 554,164)."""
+    h = lp.highs(time_limit_s, threads, integers, general)
     h.setOptionValue("mip_rel_gap", 0.0)
     if run_interruptible(h):
         raise KeyboardInterrupt

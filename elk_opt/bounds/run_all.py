@@ -18,6 +18,8 @@ only slows); the port bounds need the shared port.
   elk_opt.bounds.fluid_milp), a HiGHS MIP, up to `fluid_milp_max_ops` ops;
 - fluid-contiguous: that MIP with one load running at each execute start (a load, once
   started, runs to its end: elk_opt.bounds.contiguous), up to `fluid_contiguous_max_ops` ops;
+- fluid-whole-ns: fluid-contiguous with every interval between execute starts a whole number
+  of ns, as every plan's are (elk_opt.bounds.whole_ns), on the same instances: its last ns;
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
   (elk_opt.bounds.window); sees SRAM;
@@ -148,23 +150,31 @@ def _fluid_contiguous(instance: Instance, lim: _Limits) -> dict[str, Any] | None
     return _milp(instance, lim, contiguous=True)
 
 
-def _milp(instance: Instance, lim: _Limits, contiguous: bool) -> dict[str, Any] | None:
+def _fluid_whole_ns(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    return _milp(instance, lim, contiguous=True, whole_ns=True)
+
+
+def _milp(instance: Instance, lim: _Limits, contiguous: bool,
+          whole_ns: bool = False) -> dict[str, Any] | None:
     n = len(instance.ops)
     if n > (lim.fluid_contiguous_max_ops if contiguous else lim.fluid_milp_max_ops):
         return None
     from elk_opt.bounds.fluid_milp import solve_fluid_milp
     from elk_opt.bounds.fluid_sram import DEFAULT_BAND
     what = "one load running at each execute start" if contiguous else "SRAM"
+    what += ", intervals of whole ns" if whole_ns else ""
     lim.say(f"fluid MIP with {what} of {n} ops...")
     started = time.perf_counter()
     solved = solve_fluid_milp(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
-                              threads=lim.threads, contiguous=contiguous)
+                              threads=lim.threads, contiguous=contiguous, whole_ns=whole_ns)
     fb = solved.bound
     detail = f"{fb.columns:,} columns ({n} ops' pairs and pending loads 0/1"
-    detail += ", loads started and finished 0/1)" if contiguous else ")"
-    row = _fluid_row("fluid-contiguous" if contiguous else "fluid-milp", started, fb, lim,
-                     f"{detail}, {fb.rows:,} rows", band=DEFAULT_BAND)
-    if contiguous and lim.replay and solved.model is not None and solved.solution is not None:
+    detail += ", loads started and finished 0/1" if contiguous else ""
+    detail += ", interval lengths integer)" if whole_ns else ")"
+    name = "fluid-whole-ns" if whole_ns else "fluid-contiguous" if contiguous else "fluid-milp"
+    row = _fluid_row(name, started, fb, lim, f"{detail}, {fb.rows:,} rows", band=DEFAULT_BAND)
+    if (contiguous and not whole_ns and lim.replay and solved.model is not None
+            and solved.solution is not None):
         from elk_opt.io import plan_to_dict
         from formulations.fluid_replay import replayed_plan
         plan = replayed_plan(instance, solved.model, solved.solution, lim.timing,
@@ -311,8 +321,8 @@ def _carry(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
 
 # carry before fluid-split: on the grid's load-bound rows it is the higher of the two
 HEAVY: tuple[Callable[[Instance, _Limits], Any], ...] = (
-    _fluid, _fluid_sram, _fluid_milp, _fluid_contiguous, _lp, _window, _carry, _fluid_split,
-    _layers)
+    _fluid, _fluid_sram, _fluid_milp, _fluid_contiguous, _fluid_whole_ns, _lp, _window, _carry,
+    _fluid_split, _layers)
 
 
 MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not started
@@ -378,10 +388,11 @@ def recompute(instance: Instance, timing: Timing, name: str, params: dict[str, A
         from elk_opt.bounds.fluid_sram import fluid_sram_bound
         return fluid_sram_bound(instance, timing, params.get("time_limit_s"),
                                 params["band"]).bound_ns
-    if name in ("fluid-milp", "fluid-contiguous"):
+    if name in ("fluid-milp", "fluid-contiguous", "fluid-whole-ns"):
         from elk_opt.bounds.fluid_milp import fluid_milp_bound
         return fluid_milp_bound(instance, timing, params.get("time_limit_s"), params["band"],
-                                contiguous=name == "fluid-contiguous").bound_ns
+                                contiguous=name != "fluid-milp",
+                                whole_ns=name == "fluid-whole-ns").bound_ns
     if name == "lp":
         from formulations.ilp import lp_bound
         return lp_bound(instance, params.get("time_limit_s"))

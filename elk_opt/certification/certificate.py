@@ -76,14 +76,26 @@ def cpsat_contiguous_entry(plan: Plan) -> dict[str, Any] | None:
     """The fluid MIP with loads run whole that `cpsat` solved after its search, as the row
     `run_all` gives for it (its params reproduce it for --check), when HiGHS finished it: a
     bound round then need not solve it again; None otherwise."""
+    return _cpsat_mip_entry(plan, "fluid-contiguous", "fluid_contiguous",
+                            "loads started and finished 0/1")
+
+
+def cpsat_whole_ns_entry(plan: Plan) -> dict[str, Any] | None:
+    """The same for that MIP with intervals of whole ns, which `cpsat` solves after it where
+    its plan lies within a ns per interval of it (`formulations.cpsat._whole_ns`)."""
+    return _cpsat_mip_entry(plan, "fluid-whole-ns", "fluid_whole_ns",
+                            "loads started and finished 0/1, interval lengths integer")
+
+
+def _cpsat_mip_entry(plan: Plan, name: str, key: str, what: str) -> dict[str, Any] | None:
     assert plan.claims is not None
     params = plan.claims.params
-    if params.get("fluid_contiguous_ns") is None or not params.get("fluid_contiguous_complete"):
+    if params.get(f"{key}_ns") is None or not params.get(f"{key}_complete"):
         return None
-    return {"name": "fluid-contiguous", "ns": params["fluid_contiguous_ns"], "status": "complete",
-            "wall_s": params["fluid_contiguous_s"], "exec_order": "instance",
+    return {"name": name, "ns": params[f"{key}_ns"], "status": "complete",
+            "wall_s": params[f"{key}_s"], "exec_order": "instance",
             "timings": [plan.timing], "params": {"time_limit_s": None, "band": FLUID_BAND},
-            "note": "solved by cpsat after its search (loads started and finished 0/1)"}
+            "note": f"solved by cpsat after its search ({what})"}
 
 
 def certified_claims(plan: Plan, lower_bound_ns: int) -> Claims | None:
