@@ -490,7 +490,8 @@ def _whole_ns(instance: Instance, options: SolveOptions, plan: Plan,
               found: LoadsRunWhole | None, started: float) -> Plan:
     """Where the plan lies within a ns per interval of the finished MIP with loads run whole
     (all that rounding each interval's end up can add), that MIP with intervals of whole ns
-    (`whole_ns_bound`), in WHOLE_NS_SHARE of the time left, its bound claimed if higher: on a
+    (`whole_ns_bound`), in WHOLE_NS_SHARE of the time left if that is at least WHOLE_NS_COST
+    times the MIP's time, its bound claimed if higher: on a
     Llama2-7B b64 KV4096 slice it proves 365,203 ns where the MIP stops at 365,201 (BENCHMARKS.md,
     "Intervals of whole ns")."""
     claims = plan.claims
@@ -500,8 +501,8 @@ def _whole_ns(instance: Instance, options: SolveOptions, plan: Plan,
             or claims.makespan_ns - found.bound_ns > len(instance.ops) + 1):
         return plan
     left = remaining(options.time_limit_s, started)
-    if left is not None and WHOLE_NS_SHARE * left < WHOLE_NS_MIN_S:
-        return plan
+    if left is not None and WHOLE_NS_SHARE * left < WHOLE_NS_COST * found.wall_s:
+        return plan  # it would stop at its root, as good as nothing
     whole = whole_ns_bound(instance, "shared-noc",
                            None if left is None else WHOLE_NS_SHARE * left)
     if whole is None or whole.bound_ns is None:
@@ -585,7 +586,9 @@ REPLAY_RETIME_MIN_S = 0.5  # less than this, and the plan is kept as replayed
 CONTINUE_MIN_S = 1.0  # left after that MIP, the least for which the search runs again
 WHOLE_NS_SHARE = 0.8  # of the time left then, for that MIP with intervals of whole ns: the
 # plan is within a ns per interval of its bound, where the search continued gains little
-WHOLE_NS_MIN_S = 1.0  # less than this for it, and it does not start
+# with less than this times the time the MIP took, it does not start: it took 1.7-3.1 times
+# as long on three of four one-layer slices (BENCHMARKS.md, "Intervals of whole ns")
+WHOLE_NS_COST = 2.0
 
 
 def _loads_run_whole(instance: Instance, options: SolveOptions) -> bool:

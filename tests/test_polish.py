@@ -494,6 +494,18 @@ def test_after_an_unproven_whole_solve_polish_takes_the_fluid_mip_bound_and_plan
         assert (search.bound, search.replayed, search.inc.plan) == (None, False, start)
 
 
+def test_a_plan_a_ns_per_interval_above_that_mip_gets_polish_the_bound_in_whole_ns():
+    # tests/test_bounds.py's example: the MIP with loads run whole gives 16, the optimum (and
+    # Elk-Full's plan) is 17, since every end falls on a whole ns; with whole intervals, 17
+    instance = port_instance([(0, 0, 7, 4), (0, 0, 7, 4), (9, 4, 1, 0)])
+    start = run_method(instance, "elk-full", SolveOptions(timing="shared-noc"))
+    assert start.claims.makespan_ns == 17
+    options = SolveOptions(threads=1, timing="shared-noc", warm_plan=start)
+    search = _Search(instance, feasible_pairs(instance, "shared-noc"), start, "shared-noc")
+    _loads_run_whole(search, options, None, 10.0)
+    assert (search.contiguous, search.whole_ns, search.bound) == (16, 17, 17)
+
+
 @pytest.mark.parametrize("loads_run_whole, floor", [(False, 40), (None, 30)])
 def test_polish_floors_with_the_lp_where_the_mip_with_loads_run_whole_follows(loads_run_whole,
                                                                               floor):
