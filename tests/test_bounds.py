@@ -29,7 +29,7 @@ from elk_opt.bounds.window import window_instance
 from elk_opt.cli import main
 from elk_opt.evaluate import evaluate, fits_memory
 from elk_opt.frontend.synthetic import synthetic_instance
-from elk_opt.io import load_instance
+from elk_opt.io import load_instance, save_instance
 from elk_opt.methods import heuristics, solve
 from elk_opt.problem import TIMINGS, Chip, ExecPlan, Instance, Noc, Op, PreloadPlan, Warmup
 from elk_opt.solution import SolveOptions
@@ -333,6 +333,21 @@ def test_intervals_of_whole_ns_round_each_end_up_as_the_timing_does():
     assert fluid_milp_bound(instance, "shared-noc", contiguous=True).bound_ns == 16
     assert fluid_milp_bound(instance, "shared-noc", contiguous=True,
                             whole_ns=True).bound_ns == 17
+
+
+def test_bound_lists_the_whole_ns_mip_when_asked_and_recomputes_it(tmp_path):
+    instance = port_instance([(0, 0, 7, 4), (0, 0, 7, 4), (9, 4, 1, 0)])
+    plain = lower_bounds(instance, window=0, layers=0, lp_max_ops=0)
+    assert "fluid-whole-ns" not in {r["bound"] for r in plain["bounds"]}
+    asked = lower_bounds(instance, window=0, layers=0, lp_max_ops=0, whole_ns=True)
+    row = next(r for r in asked["bounds"] if r["bound"] == "fluid-whole-ns")
+    assert row["ns"] == 17 == asked["best"]["ns"] and row["status"] == "complete"
+    assert recompute(instance, "shared-noc", "fluid-whole-ns", row["params"], {}) == 17
+    path, out = tmp_path / "i.json", tmp_path / "b.json"
+    save_instance(path, instance)
+    assert main(["bound", str(path), "--whole-ns", "--window", "0", "--layers", "0",
+                 "--lp-max-ops", "0", "-q", "-o", str(out)]) == 0
+    assert json.loads(out.read_text())["best"]["ns"] == 17
 
 
 @settings(max_examples=40)

@@ -19,7 +19,8 @@ only slows); the port bounds need the shared port.
 - fluid-contiguous: that MIP with one load running at each execute start (a load, once
   started, runs to its end: elk_opt.bounds.contiguous), up to `fluid_contiguous_max_ops` ops;
 - fluid-whole-ns: fluid-contiguous with every interval between execute starts a whole number
-  of ns, as every plan's are (elk_opt.bounds.whole_ns), on the same instances: its last ns;
+  of ns, as every plan's are (elk_opt.bounds.whole_ns), when asked for (`whole_ns`) and
+  fluid-contiguous finished, in at most WHOLE_NS_TIME_FACTOR times its time: its last ns;
 - lp: the LP relaxation of the ILP model (HiGHS), quadratic in the ops; sees SRAM;
 - window: consecutive windows of ops, each relaxation bounded by CP-SAT
   (elk_opt.bounds.window); sees SRAM;
@@ -88,6 +89,7 @@ class _Limits:
     ends: float | None = None  # perf_counter time the budget ends (None: no budget)
     layers_mip_time_s: float = limits.LAYERS_MIP_TIME_S
     replay: bool = False  # read a plan from the fluid-contiguous MIP's solution too
+    whole_ns: bool = False  # fluid-whole-ns after a finished fluid-contiguous
 
     def say(self, text: str) -> None:
         if self.progress:
@@ -146,12 +148,18 @@ def _fluid_milp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
     return _milp(instance, lim, contiguous=False)
 
 
-def _fluid_contiguous(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
-    return _milp(instance, lim, contiguous=True)
-
-
-def _fluid_whole_ns(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
-    return _milp(instance, lim, contiguous=True, whole_ns=True)
+def _fluid_contiguous(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
+    """fluid-contiguous and, when asked for (`whole_ns`) and HiGHS finished it,
+    fluid-whole-ns in at most WHOLE_NS_TIME_FACTOR times its time: its last ns, worth its time
+    only where a plan lies within a ns per interval of it, which no bound here knows (`cpsat`
+    and `polish` run it where theirs does)."""
+    row = _milp(instance, lim, contiguous=True)
+    if row is None or not lim.whole_ns or row["status"] != "complete":
+        return None if row is None else [row]
+    cap = WHOLE_NS_TIME_FACTOR * max(row["wall_s"], MIN_SOLVER_S)
+    capped = replace(lim, fluid_time_s=cap if lim.fluid_time_s is None
+                     else min(lim.fluid_time_s, cap))
+    return [row, _milp(instance, capped, contiguous=True, whole_ns=True)]
 
 
 def _milp(instance: Instance, lim: _Limits, contiguous: bool,
@@ -321,14 +329,17 @@ def _carry(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
 
 # carry before fluid-split: on the grid's load-bound rows it is the higher of the two
 HEAVY: tuple[Callable[[Instance, _Limits], Any], ...] = (
-    _fluid, _fluid_sram, _fluid_milp, _fluid_contiguous, _fluid_whole_ns, _lp, _window, _carry,
-    _fluid_split, _layers)
+    _fluid, _fluid_sram, _fluid_milp, _fluid_contiguous, _lp, _window, _carry, _fluid_split,
+    _layers)
 
 
 MIN_SOLVER_S = 0.05  # below this much budget a solver-backed bound is not started
 LP_RESERVE = 0.25  # of the budget left at the layer windows, kept from their MIPs
 CARRY_SHARE = 0.6  # of the budget left at the carrying windows, for them
 SPLIT_SHARE = 0.5  # of the budget left at the split fluid MIP, for it
+# fluid-whole-ns gets at most this many times fluid-contiguous's time: it took 1.7-3.1 times
+# as long on three of four one-layer slices (BENCHMARKS.md, "Intervals of whole ns")
+WHOLE_NS_TIME_FACTOR = 4.0
 BUDGET_SPENT = "skipped: the time budget was spent"
 
 
@@ -453,7 +464,8 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  lp_max_ops: int = limits.LP_MAX_OPS, lp_time_s: float = limits.LP_TIME_S,
                  threads: int = 2,
                  progress: bool = False, time_budget_s: float | None = None,
-                 exec_order: ExecOrder = "instance", replay: bool = False) -> dict[str, Any]:
+                 exec_order: ExecOrder = "instance", replay: bool = False,
+                 whole_ns: bool = False) -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note", "status", "params"}], "best"}`.
 
@@ -476,6 +488,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     `exec_order="free"`: only the bounds that hold for every execution order (R2).
     `replay`: the report also lists, under "replayed", the plan read from the fluid-contiguous
     MIP's solution (formulations.fluid_replay), an elk-plan/1 document, when there is one.
+    `whole_ns`: fluid-whole-ns too, after a finished fluid-contiguous.
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
@@ -491,7 +504,8 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, fluid_milp_max_ops,
                   fluid_contiguous_max_ops, fluid_split_max_ops,
                   window, window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
-                  progress, replay=replay, layers_mip_time_s=layers_mip_time_s)
+                  progress, replay=replay, layers_mip_time_s=layers_mip_time_s,
+                  whole_ns=whole_ns)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))

@@ -51,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="skip the fluid MIP with one load running at each execute start above "
                         "this many ops (default %(default)s; it shares "
                         "--fluid-time)")
+    p.add_argument("--whole-ns", action="store_true",
+                   help="after a finished fluid MIP with one load running at each execute "
+                        "start, the same with every interval a whole number of ns "
+                        "(fluid-whole-ns: its last ns), in at most four times its time")
     p.add_argument("--fluid-split-max-ops", type=nonnegative_int,
                    default=limits.FLUID_SPLIT_MAX_OPS, metavar="N",
                    help="skip the fluid MIP with loads run whole split over repeated layers "
@@ -88,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
                           fluid_milp_max_ops=args.fluid_milp_max_ops,
                           fluid_contiguous_max_ops=args.fluid_contiguous_max_ops,
                           fluid_split_max_ops=args.fluid_split_max_ops,
-                          window=args.window,
+                          whole_ns=args.whole_ns, window=args.window,
                           window_time_s=args.window_time, layers=args.layers,
                           layers_time_s=args.layers_time,
                           layers_mip_time_s=args.layers_mip_time, lp_max_ops=args.lp_max_ops,
