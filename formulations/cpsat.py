@@ -59,7 +59,7 @@ from formulations.fluid_floor import (
     fluid_floor,
     loads_run_whole,
     wants_loads_run_whole,
-    whole_ns_bound,
+    whole_ns_after,
 )
 from formulations.fluid_retime import retimed
 from formulations.model_map import VariableMap, pick_map
@@ -488,23 +488,16 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
 
 def _whole_ns(instance: Instance, options: SolveOptions, plan: Plan,
               found: LoadsRunWhole | None, started: float) -> Plan:
-    """Where the plan lies within a ns per interval of the finished MIP with loads run whole
-    (all that rounding each interval's end up can add), that MIP with intervals of whole ns
-    (`whole_ns_bound`), in WHOLE_NS_SHARE of the time left if that is at least WHOLE_NS_COST
-    times the MIP's time, its bound claimed if higher: on a
-    Llama2-7B b64 KV4096 slice it proves 365,203 ns where the MIP stops at 365,201 (BENCHMARKS.md,
-    "Intervals of whole ns")."""
+    """The plan claimed with the MIP with intervals of whole ns if that is higher
+    (`whole_ns_after`, in the time left): on a Llama2-7B b64 KV4096 slice it proves 365,203 ns
+    where the MIP with loads run whole stops at 365,201 (BENCHMARKS.md, "Intervals of whole
+    ns")."""
     claims = plan.claims
     assert claims is not None
-    if (found is None or not found.complete or found.bound_ns is None
-            or claims.status == "optimal"
-            or claims.makespan_ns - found.bound_ns > len(instance.ops) + 1):
+    if found is None or claims.status == "optimal":
         return plan
-    left = remaining(options.time_limit_s, started)
-    if left is not None and WHOLE_NS_SHARE * left < WHOLE_NS_COST * found.wall_s:
-        return plan  # it would stop at its root, as good as nothing
-    whole = whole_ns_bound(instance, "shared-noc",
-                           None if left is None else WHOLE_NS_SHARE * left)
+    whole = whole_ns_after(instance, "shared-noc", claims.makespan_ns, found,
+                           remaining(options.time_limit_s, started))
     if whole is None or whole.bound_ns is None:
         return plan
     params = {**claims.params, "fluid_whole_ns_ns": whole.bound_ns,
@@ -584,11 +577,6 @@ REPLAY_RETIME_SHARE = 0.5  # of the time that MIP left, to re-time its plan (BEN
 REPLAY_RETIME_UNLIMITED_S = 10.0  # for that without a time limit
 REPLAY_RETIME_MIN_S = 0.5  # less than this, and the plan is kept as replayed
 CONTINUE_MIN_S = 1.0  # left after that MIP, the least for which the search runs again
-WHOLE_NS_SHARE = 0.8  # of the time left then, for that MIP with intervals of whole ns: the
-# plan is within a ns per interval of its bound, where the search continued gains little
-# with less than this times the time the MIP took, it does not start: it took 1.7-3.1 times
-# as long on three of four one-layer slices (BENCHMARKS.md, "Intervals of whole ns")
-WHOLE_NS_COST = 2.0
 
 
 def _loads_run_whole(instance: Instance, options: SolveOptions) -> bool:

@@ -116,11 +116,32 @@ def loads_run_whole(instance: Instance, timing: Timing, time_limit_s: float | No
     return LoadsRunWhole(solved.bound.bound_ns, plan, solved.bound.complete, solved.bound.wall_s)
 
 
-def whole_ns_bound(instance: Instance, timing: Timing,
-                   time_limit_s: float | None) -> FluidBound | None:
-    """The fluid MIP with loads run whole and intervals of whole ns (elk_opt.bounds.whole_ns),
-    for the last ns between a plan and `loads_run_whole`'s bound; None if a SIGINT asked the
-    caller to stop with its best plan."""
+WHOLE_NS_SHARE = 0.8  # of the time left, for the MIP with intervals of whole ns: the plan is
+# within a ns per interval of its bound, where a search continued gains little
+# with less than this times the time the MIP with loads run whole took, it does not start: it
+# took 1.7-3.1 times as long on three of four one-layer slices, and started short it stops at
+# its root (BENCHMARKS.md, "Intervals of whole ns")
+WHOLE_NS_COST = 2.0
+
+
+def whole_ns_after(instance: Instance, timing: Timing, makespan: int, found: LoadsRunWhole,
+                   left: float | None) -> FluidBound | None:
+    """After `loads_run_whole` (`cpsat`, `polish`): where HiGHS finished it and the plan
+    (`makespan`) lies within a ns per interval of its bound, all that rounding each interval's
+    end up can add, the MIP with intervals of whole ns (elk_opt.bounds.whole_ns) in
+    WHOLE_NS_SHARE of `left` (None: no limit), if that is at least WHOLE_NS_COST times the
+    first MIP's time; None where it does not run, or if a SIGINT asked the caller to stop."""
+    if (not found.complete or found.bound_ns is None
+            or not 0 < makespan - found.bound_ns <= len(instance.ops) + 1):
+        return None
+    limit = None if left is None else WHOLE_NS_SHARE * left
+    if limit is not None and limit < WHOLE_NS_COST * found.wall_s:
+        return None
+    return _whole_ns_bound(instance, timing, limit)
+
+
+def _whole_ns_bound(instance: Instance, timing: Timing,
+                    time_limit_s: float | None) -> FluidBound | None:
     from elk_opt.bounds.fluid_milp import fluid_milp_bound
 
     if stop_requested():

@@ -86,7 +86,7 @@ from formulations.fluid_floor import (
     fluid_floor,
     loads_run_whole,
     wants_loads_run_whole,
-    whole_ns_bound,
+    whole_ns_after,
 )
 from formulations.ilp import TooLarge, lp_bound
 from formulations.lns_advance import advance_loads
@@ -113,8 +113,6 @@ FLUID_MAX_OPS = 200  # the fluid floor as a stopping bound up to this size
 WHOLE_MAX_OPS = 64  # up to this size the instance is first solved whole (`_solve_whole`)
 WHOLE_SHARE = 0.5  # of the time left, for that solve (a work limit is per window: all of it)
 LOADS_SHARE = 0.6  # of the time left after it, for the fluid MIP with loads run whole
-WHOLE_NS_SHARE = 0.8  # of the time left after that, for it with intervals of whole ns (as cpsat)
-WHOLE_NS_COST = 2.0  # times the MIP's time, the least it starts with (as cpsat)
 UNLIMITED_FLOOR_S = 10.0  # without a time limit, the floor's shares are of this
 LAYER_WINDOW_S = 60.0  # per layer of a window once the windows are whole layers
 LIMIT_MARGIN_S = 0.05  # stop starting windows this close to the deadline
@@ -483,24 +481,17 @@ def _loads_run_whole(search: _Search, options: SolveOptions, deadline: float | N
         search.replayed = True
     say(f"  loads run whole: bound {found.bound_ns or 0:,} ns, plan "
         f"{search.inc.schedule.makespan_ns:,} ns", enabled=options.progress)
-    if found.complete and found.bound_ns is not None:
-        _whole_ns(search, options, deadline, window_time, found)
+    _whole_ns(search, options, deadline, window_time, found)
 
 
 def _whole_ns(search: _Search, options: SolveOptions, deadline: float | None,
               window_time: float, found: LoadsRunWhole) -> None:
-    """As `cpsat` does after that MIP (`cpsat._whole_ns`): where the plan lies within a ns
-    per interval of its bound, that MIP with intervals of whole ns (`whole_ns_bound`) in
-    WHOLE_NS_SHARE of the time left (without a time limit, in `window_time`) if that is at
-    least WHOLE_NS_COST times the MIP's time, its bound kept."""
-    assert found.bound_ns is not None
-    gap = search.inc.schedule.makespan_ns - found.bound_ns
-    if not 0 < gap <= len(search.instance.ops) + 1:
-        return
-    limit = window_time if deadline is None else WHOLE_NS_SHARE * (deadline - time.perf_counter())
-    if limit < WHOLE_NS_COST * found.wall_s:
-        return
-    whole = whole_ns_bound(search.instance, search.timing, limit)
+    """As `cpsat` does after that MIP: the MIP with intervals of whole ns where the plan lies
+    close enough (`whole_ns_after`, in the time left; without a time limit, of `window_time`),
+    its bound kept."""
+    left = window_time if deadline is None else deadline - time.perf_counter()
+    whole = whole_ns_after(search.instance, search.timing, search.inc.schedule.makespan_ns,
+                           found, left)
     if whole is None or whole.bound_ns is None:
         return
     search.whole_ns = whole.bound_ns
