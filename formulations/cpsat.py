@@ -462,10 +462,7 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
         plan = _faster(instance, plan, replayed, max(bounds, default=None), params, started)
         if plan is None:
             raise _nothing_found(options)
-        if not whole:
-            return plan
-        return _continued(instance, options, _whole_ns(instance, options, plan, found, started),
-                          started)
+        return _after_mip(instance, options, plan, found, started) if whole else plan
     times = read_times(cm, solver)
     program = decode(instance, times)
     release, schedule = replay_shared(instance, program, times)
@@ -480,8 +477,13 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
                      status="optimal" if lower == schedule.makespan_ns else "feasible",
                      lower_bound_ns=lower, params=params)
     plan = _faster(instance, plan, replayed, max(bounds), params, started) or plan
-    if not whole:
-        return plan
+    return _after_mip(instance, options, plan, found, started) if whole else plan
+
+
+def _after_mip(instance: Instance, options: SolveOptions, plan: Plan,
+               found: LoadsRunWhole | None, started: float) -> Plan:
+    """What follows the fluid MIP with loads run whole: its twin in whole ns, then the
+    search continued in the time left."""
     return _continued(instance, options, _whole_ns(instance, options, plan, found, started),
                       started)
 

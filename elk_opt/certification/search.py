@@ -715,9 +715,10 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
                 plan, time.perf_counter() - started,
                 {"method": "cpsat", "time_limit_s": round(limit, 3), "threads": found.threads,
                  "warm_start": warm.claims.method, "floor_ns": floor}))
-        for entry in (cpsat_contiguous_entry(plan), cpsat_whole_ns_entry(plan)):
-            if method == "cpsat" and entry is not None:  # no bound round solves it again
-                raised = offer_bound(found, entry) or raised
+        if method == "cpsat":  # the MIPs it solved after its search: no bound round again
+            for entry in (cpsat_contiguous_entry(plan), cpsat_whole_ns_entry(plan)):
+                if entry is not None:
+                    raised = offer_bound(found, entry) or raised
         gained = gained or kept or raised
         _record(found, method, started,
                 f"{plan.claims.makespan_ns:,} ns ({plan.claims.status})"
