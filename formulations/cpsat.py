@@ -30,6 +30,7 @@ from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Plan
 from elk_opt.reorder import reorder, restore
 from elk_opt.solution import SolveOptions, make_plan
+from formulations.anneal import anneal
 from formulations.common import (
     Restrictions,
     Warm,
@@ -401,6 +402,35 @@ def _retime_starts(instance: Instance, restrict: Restrictions, ready: Prepared,
                    retimed=best is not None and best is not ready.best)
 
 
+ANNEAL_SHARE = 0.6  # of the time the fluid MIP left, to anneal the best plan before the
+# search runs again
+
+
+def _annealed(instance: Instance, best: Plan, floor: int, options: SolveOptions,
+              started: float) -> Plan | None:
+    """The best plan annealed (`formulations.anneal`) in ANNEAL_SHARE of the time left, if
+    that is faster. Only with a time limit and no work limit (annealing counts seconds), in
+    the instance's order without restrictions (and so on a decoder layer or less,
+    `fits_loads_run_whole`, where a try takes well under a ms). It runs here, after
+    the search and the fluid MIP, and not before the search: there it delayed proofs the
+    search makes in seconds (four hbm3e slices of the small suite 1.4-2.7 s later, two lost
+    in 20 s); here the 20 s cells end faster on 9 of the suite's 24 slices and no proof moves
+    (BENCHMARKS.md, "Annealing before the search continues")."""
+    left = remaining(options.time_limit_s, started)
+    if (best.claims is None or left is None or options.work_limit is not None
+            or Restrictions.from_params(options.params) != Restrictions() or _free(options)
+            or stop_requested()):
+        return None
+    found = anneal(instance, best.choice, best.program, best.release_ns, "shared-noc",
+                   Deadline.after(ANNEAL_SHARE * left, time.perf_counter()), options.seed,
+                   floor=floor)
+    if found is None or found.makespan_ns >= best.claims.makespan_ns:
+        return None
+    return make_plan(instance, found.choice, found.program, method="cpsat", started=started,
+                     timing="shared-noc", release_ns=found.release_ns,
+                     params={"plan_source": "the best start, annealed"})
+
+
 def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | None:
     """The fluid floor (`fluid_floor`) under 5b. As a floor on the makespan it lets the LP
     fix what cannot beat the incumbent, and the probes start there; on the calibration layer
@@ -537,18 +567,22 @@ def _continued(instance: Instance, options: SolveOptions, plan: Plan, started: f
     if (left is None or left < CONTINUE_MIN_S or claims.status == "optimal"
             or claims.lower_bound_ns is None or stop_requested()):
         return plan
-    again = solve(instance, replace(options, time_limit_s=left, warm_start="cpsat",
-                                    warm_plan=plan, floor_ns=claims.lower_bound_ns,
-                                    loads_run_whole=False))
+    annealed = _annealed(instance, plan, claims.lower_bound_ns, options, started)
+    again = solve(instance, replace(options, time_limit_s=remaining(options.time_limit_s, started),
+                                    warm_start="cpsat", warm_plan=annealed or plan,
+                                    floor_ns=claims.lower_bound_ns, loads_run_whole=False))
     assert again.claims is not None
     best = again if again.claims.makespan_ns < claims.makespan_ns else plan
     makespan = min(claims.makespan_ns, again.claims.makespan_ns)
     lower = claimed_bound(instance, max(claims.lower_bound_ns, again.claims.lower_bound_ns or 0),
                           makespan)
-    params = {**claims.params, "continued_ns": again.claims.makespan_ns,
+    params = {**claims.params,
+              **({"annealed_ns": annealed.claims.makespan_ns} if annealed is not None else {}),
+              "continued_ns": again.claims.makespan_ns,
               "continued_bound_ns": again.claims.lower_bound_ns,
               "continued_s": round(again.claims.wall_s, 3),
-              **({"plan_source": "search continued"} if best is again else {})}
+              **({"plan_source": "search continued" if annealed is None
+                  else "annealed, then the search continued"} if best is again else {})}
     return make_plan(instance, best.choice, best.program, method="cpsat", started=started,
                      timing="shared-noc", release_ns=best.release_ns,
                      status="optimal" if lower == makespan else "feasible",

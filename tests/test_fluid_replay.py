@@ -113,9 +113,11 @@ def test_the_bounds_report_lists_the_replayed_plan_only_when_asked():
     assert document["claims"]["makespan_ns"] >= report["best"]["ns"] == 24
 
 
-def test_cpsat_continues_its_search_in_the_time_the_mip_leaves():
+def test_cpsat_continues_its_search_in_the_time_the_mip_leaves(monkeypatch):
     # a plan claimed with a weak bound: the search run again from it, with that bound as its
-    # floor, proves the optimum (24 ns); without a time limit or without a bound, no rerun
+    # floor, proves the optimum (24 ns); without a time limit or without a bound, no rerun.
+    # No annealing before it (tests/test_anneal.py): the search alone is what is tested here.
+    monkeypatch.setattr(cpsat, "ANNEAL_SHARE", 0.0)
     instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
     start = solve_method(instance, "basic", SolveOptions(timing="shared-noc"))
     started = time.perf_counter()
