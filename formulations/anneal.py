@@ -23,11 +23,13 @@ from __future__ import annotations
 
 import math
 import random
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from elk_opt.evaluate import evaluate
-from elk_opt.problem import Choice, Instance, Instr, Timing
+from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
+from elk_opt.solution import make_plan
 from formulations.common import feasible_pairs
 from formulations.deadline import Deadline
 
@@ -93,6 +95,21 @@ def anneal(instance: Instance, choice: Sequence[Choice], program: Sequence[Instr
                 best = tried
     return Annealed(best.choice, best.program, _binding(instance, best, timing), best.makespan,
                     tries)
+
+
+def annealed_plan(plan: Plan, floor: int, seconds: float, seed: int, method: str,
+                  started: float) -> Plan | None:
+    """`plan` annealed for `seconds` under its own timing, claimed by `method` with no bound,
+    if that is faster; None if not (or if `plan` breaks R5)."""
+    instance = plan.instance
+    found = anneal(instance, plan.choice, plan.program, plan.release_ns, plan.timing,
+                   Deadline.after(seconds, time.perf_counter()), seed, floor)
+    before = evaluate(instance, plan.choice, plan.program, plan.release_ns, timing=plan.timing)
+    if found is None or found.makespan_ns >= before.makespan_ns:
+        return None
+    return make_plan(instance, found.choice, found.program, method=method, started=started,
+                     timing=plan.timing, release_ns=found.release_ns,
+                     params={"plan_source": "annealed"})
 
 
 def _move(state: _State, pairs: list[list[Choice]], rng: random.Random

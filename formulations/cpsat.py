@@ -30,7 +30,7 @@ from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Plan
 from elk_opt.reorder import reorder, restore
 from elk_opt.solution import SolveOptions, make_plan
-from formulations.anneal import anneal
+from formulations.anneal import annealed_plan
 from formulations.common import (
     Restrictions,
     Warm,
@@ -417,18 +417,11 @@ def _annealed(instance: Instance, best: Plan, floor: int, options: SolveOptions,
     in 20 s); here the 20 s cells end faster on 9 of the suite's 24 slices and no proof moves
     (BENCHMARKS.md, "Annealing before the search continues")."""
     left = remaining(options.time_limit_s, started)
-    if (best.claims is None or left is None or options.work_limit is not None
+    if (left is None or options.work_limit is not None
             or Restrictions.from_params(options.params) != Restrictions() or _free(options)
             or stop_requested()):
         return None
-    found = anneal(instance, best.choice, best.program, best.release_ns, "shared-noc",
-                   Deadline.after(ANNEAL_SHARE * left, time.perf_counter()), options.seed,
-                   floor=floor)
-    if found is None or found.makespan_ns >= best.claims.makespan_ns:
-        return None
-    return make_plan(instance, found.choice, found.program, method="cpsat", started=started,
-                     timing="shared-noc", release_ns=found.release_ns,
-                     params={"plan_source": "the best start, annealed"})
+    return annealed_plan(best, floor, ANNEAL_SHARE * left, options.seed, "cpsat", started)
 
 
 def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | None:

@@ -67,6 +67,7 @@ from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Choice, Instance, Instr, Plan, Timing
 from elk_opt.progress import say, track
 from elk_opt.solution import SolveOptions, make_plan
+from formulations.anneal import annealed_plan
 from formulations.common import (
     Pair,
     ceil_integer,
@@ -77,6 +78,7 @@ from formulations.common import (
     hint_index,
     warm_decisions,
 )
+from formulations.cpsat import ANNEAL_SHARE
 from formulations.cpsat import solve as solve_cpsat
 from formulations.cpsat_model import read_times, solver_for
 from formulations.cpsat_run import Interrupt
@@ -171,6 +173,7 @@ class _Search:
         self.contiguous: int | None = None  # that MIP's bound, when it ran
         self.whole_ns: int | None = None  # that MIP's with intervals of whole ns, when it ran
         self.replayed = False  # the plan read from that MIP's solution was taken
+        self.annealed: int | None = None  # the incumbent's makespan once annealing improved it
         self.op_sig = [signature(pairs, j, j + 1) for j in range(len(pairs))]
 
     def twin_shifts(self, r: Region) -> list[int]:
@@ -401,7 +404,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
               "layers_copied": search.layers_copied, "refused_copied": search.refused_copied,
               "whole_instance_bound_ns": search.bound, "whole_solved": search.whole_solved,
               "fluid_contiguous_ns": search.contiguous, "fluid_mip_plan": search.replayed,
-              "fluid_whole_ns_ns": search.whole_ns,
+              "fluid_whole_ns_ns": search.whole_ns, "annealed_ns": search.annealed,
               **({"given_floor_ns": floor} if options.floor_ns is not None
                  else {"fluid_bound_ns": floor}),
               "final_layers": layers,
@@ -458,6 +461,22 @@ def _solve_whole(search: _Search, options: SolveOptions, floor: int | None,
         f"{search.bound or 0:,} ns)", enabled=options.progress)
     if whole.claims.status != "optimal":
         _loads_run_whole(search, options, deadline, window_time)
+        _anneal(search, options, deadline)
+
+
+def _anneal(search: _Search, options: SolveOptions, deadline: float | None) -> None:
+    """After an unproven whole solve and that MIP, as `cpsat` does before its search runs
+    again: the incumbent annealed (`formulations.anneal`) in `cpsat`'s ANNEAL_SHARE of the
+    time left, taken if faster, the windows then starting from it. Only with a time limit and
+    no work limit (annealing counts seconds)."""
+    if deadline is None or options.work_limit is not None or stop_requested():
+        return
+    plan = annealed_plan(search.inc.plan, search.bound or 0,
+                         ANNEAL_SHARE * (deadline - time.perf_counter()), options.seed,
+                         "polish", time.perf_counter())
+    if plan is not None and search.adopt(plan):
+        search.annealed = search.inc.schedule.makespan_ns
+        say(f"  annealed: {search.annealed:,} ns", enabled=options.progress)
 
 
 def _loads_run_whole(search: _Search, options: SolveOptions, deadline: float | None,

@@ -13,7 +13,7 @@ from elk_opt.evaluate import evaluate
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve as run_method
 from elk_opt.solution import SolveOptions, make_plan
-from formulations import cpsat
+from formulations import cpsat, polish
 from formulations.anneal import anneal
 from formulations.deadline import NO_DEADLINE, Deadline
 from tests.strategies import random_instances
@@ -114,3 +114,19 @@ def test_cpsat_anneals_only_with_a_time_limit_in_the_instance_order_unrestricted
     timed = SolveOptions(timing="shared-noc", threads=1, time_limit_s=5)
     annealed = cpsat._annealed(instance, start, 27, timed, started)
     assert annealed is not None and annealed.claims.makespan_ns == 27
+
+
+def test_polish_anneals_its_incumbent_after_an_unproven_whole_solve(monkeypatch):
+    # the whole solve hands back its start unproven and the MIP after it gives nothing: the
+    # annealing finds the optimum, which the windows then keep
+    instance = port_instance(NOT_MET)
+    start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
+    monkeypatch.setattr(polish, "solve_cpsat", lambda instance, options: options.warm_plan)
+    monkeypatch.setattr(polish, "loads_run_whole", lambda *args: None)
+    plan = run_method(instance, "polish", SolveOptions(
+        timing="shared-noc", time_limit_s=5, threads=1, warm_start="basic", warm_plan=start))
+    assert plan.claims.params["annealed_ns"] == 27 == plan.claims.makespan_ns
+    assert check(plan_to_dict(plan)).valid
+    unlimited = run_method(instance, "polish", SolveOptions(
+        timing="shared-noc", threads=1, warm_start="basic", warm_plan=start))
+    assert unlimited.claims.params["annealed_ns"] is None
