@@ -406,8 +406,7 @@ ANNEAL_SHARE = 0.6  # of the time the fluid MIP left, to anneal the best plan be
 # search runs again
 
 
-def _annealed(instance: Instance, best: Plan, floor: int, options: SolveOptions,
-              started: float) -> Plan | None:
+def _annealed(best: Plan, floor: int, options: SolveOptions, started: float) -> Plan | None:
     """The best plan annealed (`formulations.anneal`) in ANNEAL_SHARE of the time left, if
     that is faster. Only with a time limit and no work limit (annealing counts seconds), in
     the instance's order without restrictions (and so on a decoder layer or less,
@@ -560,7 +559,7 @@ def _continued(instance: Instance, options: SolveOptions, plan: Plan, started: f
     if (left is None or left < CONTINUE_MIN_S or claims.status == "optimal"
             or claims.lower_bound_ns is None or stop_requested()):
         return plan
-    annealed = _annealed(instance, plan, claims.lower_bound_ns, options, started)
+    annealed = _annealed(plan, claims.lower_bound_ns, options, started)
     again = solve(instance, replace(options, time_limit_s=remaining(options.time_limit_s, started),
                                     warm_start="cpsat", warm_plan=annealed or plan,
                                     floor_ns=claims.lower_bound_ns, loads_run_whole=False))

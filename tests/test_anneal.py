@@ -110,9 +110,9 @@ def test_cpsat_anneals_only_with_a_time_limit_in_the_instance_order_unrestricted
     instance = port_instance(NOT_MET)
     start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
     started = time.perf_counter()
-    assert cpsat._annealed(instance, start, 27, options, started) is None
+    assert cpsat._annealed(start, 27, options, started) is None
     timed = SolveOptions(timing="shared-noc", threads=1, time_limit_s=5)
-    annealed = cpsat._annealed(instance, start, 27, timed, started)
+    annealed = cpsat._annealed(start, 27, timed, started)
     assert annealed is not None and annealed.claims.makespan_ns == 27
 
 
