@@ -97,18 +97,19 @@ def anneal(instance: Instance, choice: Sequence[Choice], program: Sequence[Instr
                     tries)
 
 
-def annealed_plan(plan: Plan, floor: int, seconds: float, seed: int, method: str,
-                  started: float) -> Plan | None:
-    """`plan` annealed for `seconds` under its own timing, claimed by `method` with no bound,
-    if that is faster; None if not (or if `plan` breaks R5)."""
+def annealed_plan(plan: Plan, timing: Timing, floor: int, seconds: float, seed: int,
+                  method: str, started: float) -> Plan | None:
+    """`plan`'s decisions annealed for `seconds` under `timing` (the caller's, which a warm
+    start of another timing need not carry), claimed by `method` with no bound, if that is
+    faster; None if not (or if `plan` breaks R5)."""
     instance = plan.instance
-    found = anneal(instance, plan.choice, plan.program, plan.release_ns, plan.timing,
+    found = anneal(instance, plan.choice, plan.program, plan.release_ns, timing,
                    Deadline.after(seconds, time.perf_counter()), seed, floor)
-    before = evaluate(instance, plan.choice, plan.program, plan.release_ns, timing=plan.timing)
+    before = evaluate(instance, plan.choice, plan.program, plan.release_ns, timing=timing)
     if found is None or found.makespan_ns >= before.makespan_ns:
         return None
     return make_plan(instance, found.choice, found.program, method=method, started=started,
-                     timing=plan.timing, release_ns=found.release_ns,
+                     timing=timing, release_ns=found.release_ns,
                      params={"plan_source": "annealed"})
 
 

@@ -420,7 +420,8 @@ def _annealed(best: Plan, floor: int, options: SolveOptions, started: float) -> 
             or Restrictions.from_params(options.params) != Restrictions() or _free(options)
             or stop_requested()):
         return None
-    return annealed_plan(best, floor, ANNEAL_SHARE * left, options.seed, "cpsat", started)
+    return annealed_plan(best, "shared-noc", floor, ANNEAL_SHARE * left, options.seed, "cpsat",
+                         started)
 
 
 def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | None:

@@ -471,7 +471,7 @@ def _anneal(search: _Search, options: SolveOptions, deadline: float | None) -> N
     no work limit (annealing counts seconds)."""
     if deadline is None or options.work_limit is not None or stop_requested():
         return
-    plan = annealed_plan(search.inc.plan, search.bound or 0,
+    plan = annealed_plan(search.inc.plan, search.timing, search.bound or 0,
                          ANNEAL_SHARE * (deadline - time.perf_counter()), options.seed,
                          "polish", time.perf_counter())
     if plan is not None and search.adopt(plan):
