@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS, FLUID_MILP_MAX_OPS
 from elk_opt.interrupts import stop_requested
@@ -30,6 +30,8 @@ from elk_opt.solution import SolveOptions
 
 if TYPE_CHECKING:
     from elk_opt.bounds.fluid import FluidBound
+
+T = TypeVar("T")
 
 LP_SHARE = 0.1  # of the time left, for the fluid LP
 MILP_SHARE = 0.2  # of the time left then, for the fluid MIP on small instances
@@ -102,13 +104,11 @@ def loads_run_whole(instance: Instance, timing: Timing, time_limit_s: float | No
     from elk_opt.bounds.fluid_milp import solve_fluid_milp
     from formulations.fluid_replay import replayed_plan
 
-    if not fits_loads_run_whole(instance) or stop_requested():
+    if not fits_loads_run_whole(instance):
         return None
-    try:
-        solved = solve_fluid_milp(instance, timing, time_limit_s, contiguous=True)
-    except KeyboardInterrupt:  # as in fluid_floor
-        if not stop_requested():
-            raise
+    solved = _unless_stopped(lambda: solve_fluid_milp(instance, timing, time_limit_s,
+                                                      contiguous=True))
+    if solved is None:
         return None
     plan = None
     if solved.model is not None and solved.solution is not None:
@@ -134,21 +134,23 @@ def whole_ns_after(instance: Instance, timing: Timing, makespan: int, found: Loa
     if (not found.complete or found.bound_ns is None
             or not 0 < makespan - found.bound_ns <= len(instance.ops) + 1):
         return None
+    from elk_opt.bounds.fluid_milp import fluid_milp_bound
+
     limit = None if left is None else WHOLE_NS_SHARE * left
     if limit is not None and limit < WHOLE_NS_COST * found.wall_s:
         return None
-    return _whole_ns_bound(instance, timing, limit)
+    return _unless_stopped(lambda: fluid_milp_bound(instance, timing, limit, contiguous=True,
+                                                    whole_ns=True))
 
 
-def _whole_ns_bound(instance: Instance, timing: Timing,
-                    time_limit_s: float | None) -> FluidBound | None:
-    from elk_opt.bounds.fluid_milp import fluid_milp_bound
-
+def _unless_stopped(solve: Callable[[], T]) -> T | None:
+    """`solve()`, or None if a SIGINT asked the caller to stop with its best plan, before it
+    or while HiGHS ran (the bounds raise KeyboardInterrupt then, as in `fluid_floor`)."""
     if stop_requested():
         return None
     try:
-        return fluid_milp_bound(instance, timing, time_limit_s, contiguous=True, whole_ns=True)
-    except KeyboardInterrupt:  # as in fluid_floor
+        return solve()
+    except KeyboardInterrupt:
         if not stop_requested():
             raise
         return None
