@@ -295,7 +295,8 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
           layers_mip_time_s: float = limits.LAYERS_MIP_TIME_S,
           lp_max_ops: int = limits.LP_MAX_OPS, lp_time_s: float = limits.LP_TIME_S,
           threads: int = 2, progress: bool = False,
-          exec_order: ExecOrder = "instance", whole_ns: bool = False) -> dict[str, Any]:
+          exec_order: ExecOrder = "instance", whole_ns: bool = False,
+          plan_ns: int | None = None) -> dict[str, Any]:
     """Lower bounds on every plan's makespan under `timing`, as `elk-opt bound -o` writes them:
     `{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note"}], "best"}`.
@@ -315,7 +316,8 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     which bound runs, and each window's.
     `exec_order="free"`: only the bounds that hold for every execution order (R2).
     `whole_ns`: also that MIP with every interval a whole number of ns, after it finished, in
-    at most four times its time (`fluid-whole-ns`, the last ns).
+    at most four times its time (`fluid-whole-ns`, the last ns); given `plan_ns` (a plan's
+    makespan), only where that lies within a ns per interval above it, all it can add.
     """
     from elk_opt.bounds.run_all import lower_bounds
 
@@ -327,7 +329,8 @@ def bound(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                         window_time_s=window_time_s, layers=layers, layers_time_s=layers_time_s,
                         layers_mip_time_s=layers_mip_time_s,
                         lp_max_ops=lp_max_ops, lp_time_s=lp_time_s, threads=threads,
-                        progress=progress, exec_order=exec_order, whole_ns=whole_ns)
+                        progress=progress, exec_order=exec_order, whole_ns=whole_ns,
+                        plan_ns=plan_ns)
 
 
 def certify(instance_or_plan: Instance | Plan | dict[str, Any], *, timing: Timing | None = None,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
 from elk_opt.bounds.limits import FLUID_CONTIGUOUS_MAX_OPS, FLUID_MILP_MAX_OPS
+from elk_opt.bounds.whole_ns import within_reach
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Plan, Timing
 from elk_opt.solution import SolveOptions
@@ -132,7 +133,7 @@ def whole_ns_after(instance: Instance, timing: Timing, makespan: int, found: Loa
     WHOLE_NS_SHARE of `left` (None: no limit), if that is at least WHOLE_NS_COST times the
     first MIP's time; None where it does not run, or if a SIGINT asked the caller to stop."""
     if (not found.complete or found.bound_ns is None
-            or not 0 < makespan - found.bound_ns <= len(instance.ops) + 1):
+            or not within_reach(len(instance.ops), makespan, found.bound_ns)):
         return None
     from elk_opt.bounds.fluid_milp import fluid_milp_bound
 

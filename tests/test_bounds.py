@@ -350,6 +350,27 @@ def test_bound_lists_the_whole_ns_mip_when_asked_and_recomputes_it(tmp_path):
     assert json.loads(out.read_text())["best"]["ns"] == 17
 
 
+def test_the_whole_ns_mip_runs_only_where_the_plan_given_is_within_its_reach():
+    # fluid-contiguous is 16 on these 3 ops: a plan up to 16 + 4 ns is within a ns per
+    # interval of it (4 intervals), and only there does fluid-whole-ns run
+    instance = port_instance([(0, 0, 7, 4), (0, 0, 7, 4), (9, 4, 1, 0)])
+
+    def names(**kwargs) -> set[str]:
+        report = lower_bounds(instance, window=0, layers=0, lp_max_ops=0, whole_ns=True,
+                              **kwargs)
+        return {r["bound"] for r in report["bounds"]}
+
+    assert "fluid-whole-ns" in names(plan_ns=17) and "fluid-whole-ns" in names(plan_ns=20)
+    assert "fluid-whole-ns" not in names(plan_ns=21) | names(plan_ns=16)
+    # a fluid-contiguous finished before stands in for one left out
+    done = lower_bounds(instance, window=0, layers=0, lp_max_ops=0, whole_ns=True,
+                        plan_ns=17, fluid_contiguous_max_ops=0, contiguous_done=(16, 0.5))
+    rows = {r["bound"]: r for r in done["bounds"]}
+    assert "fluid-contiguous" not in rows and rows["fluid-whole-ns"]["ns"] == 17
+    assert rows["fluid-whole-ns"]["params"]["time_limit_s"] is None  # finished: no cap
+    assert "fluid-whole-ns" not in names(fluid_contiguous_max_ops=0)
+
+
 @settings(max_examples=40)
 @given(port_chains())
 def test_intervals_of_whole_ns_stay_between_the_mip_and_the_exhaustive_optimum(instance):

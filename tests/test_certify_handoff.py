@@ -25,7 +25,7 @@ from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from tests.test_exact_shared import contended_instances
-from tests.tiny import tiny_instance
+from tests.tiny import port_instance, tiny_instance
 from verify import check
 
 SHARED = SolveOptions(threads=1, timing="shared-noc", time_limit_s=20)
@@ -369,3 +369,68 @@ def test_a_bound_round_after_a_revision_keeps_this_revisions_value(monkeypatch, 
     search_module._bound_round(instance, found, None, 2, progress=False)
     assert found.bounds["fluid"]["ns"] == kept
     assert found.bounds_revision == search_module.BOUNDS_REVISION
+
+
+# fluid-contiguous is 16 ns here, fluid-whole-ns 17, the optimum (tests/test_bounds.py)
+WHOLE_NS = [(0, 0, 7, 4), (0, 0, 7, 4), (9, 4, 1, 0)]
+
+
+def _within_reach(whole_ns_done: bool = False):
+    """A search whose best plan lies a ns above a fluid-contiguous that finished."""
+    instance = port_instance(WHOLE_NS)
+    plan = solve(instance, "basic", SolveOptions(timing="shared-noc"))
+    found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
+                                bound_budget=1000.0)
+    search_module.offer_plan(found, plan)
+    makespan = plan.claims.makespan_ns
+    found.bounds["fluid-contiguous"] = {"name": "fluid-contiguous", "ns": makespan - 1,
+                                        "status": "complete", "wall_s": 0.5, "note": "",
+                                        "exec_order": "instance"}
+    if whole_ns_done:
+        found.bounds["fluid-whole-ns"] = {**found.bounds["fluid-contiguous"],
+                                          "name": "fluid-whole-ns"}
+    return instance, found, makespan
+
+
+@pytest.mark.parametrize("whole_ns_done", [False, True])
+def test_a_bound_round_runs_the_whole_ns_mip_once_the_plan_is_within_its_reach(
+        monkeypatch, whole_ns_done):
+    # nothing ran out of time and the round has no more time than one before had: only the
+    # whole-ns MIP, not yet run, is left to try, after the fluid-contiguous already finished
+    calls = []
+
+    def fake(found, worker, task, deadline):
+        calls.append(task.args)
+        return {"bounds": []}
+
+    monkeypatch.setattr(search_module, "_call", fake)
+    instance, found, makespan = _within_reach(whole_ns_done)
+    search_module._bound_round(instance, found, None, 2, progress=False)
+    if whole_ns_done:
+        assert calls == []
+        return
+    (args,) = calls
+    assert args["whole_ns"] and args["plan_ns"] == makespan
+    assert args["fluid_contiguous_max_ops"] == 0 and args["contiguous_done"] == (makespan - 1,
+                                                                                 0.5)
+
+
+def test_polish_waits_for_the_bound_round_while_the_whole_ns_mip_may_prove_the_plan(
+        monkeypatch):
+    asked = []
+
+    def fake(found, worker, task, deadline):
+        asked.append(task.args["method"])
+        return task.args["options"].warm_plan
+
+    monkeypatch.setattr(search_module, "_call", fake)
+    instance, found, _ = _within_reach()
+    options = SolveOptions(timing="shared-noc", threads=1)
+    search_module._plan_round(instance, found, options, None, progress=False)
+    assert asked == ["cpsat"]
+    found.bounds["fluid-whole-ns"] = {**found.bounds["fluid-contiguous"],
+                                      "name": "fluid-whole-ns", "status": "time-limit"}
+    found.started_from.clear()
+    asked.clear()
+    search_module._plan_round(instance, found, options, None, progress=False)
+    assert asked == ["cpsat", "polish"]

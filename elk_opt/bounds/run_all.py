@@ -60,6 +60,7 @@ from elk_opt.bounds.cuts import (
     port_total_bound,
 )
 from elk_opt.bounds.ideal import ideal_bound
+from elk_opt.bounds.whole_ns import within_reach
 from elk_opt.errors import UsageError
 from elk_opt.problem import DEFAULT_TIMING, ExecOrder, Instance, Timing
 
@@ -90,6 +91,8 @@ class _Limits:
     layers_mip_time_s: float = limits.LAYERS_MIP_TIME_S
     replay: bool = False  # read a plan from the fluid-contiguous MIP's solution too
     whole_ns: bool = False  # fluid-whole-ns after a finished fluid-contiguous
+    plan_ns: int | None = None  # and then only within reach below this plan's makespan
+    contiguous_done: tuple[int, float] | None = None  # a finished fluid-contiguous's ns and s
 
     def say(self, text: str) -> None:
         if self.progress:
@@ -144,32 +147,38 @@ def _fluid_sram(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
                       band=DEFAULT_BAND)
 
 
-def _fluid_milp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
-    return _milp(instance, lim, contiguous=False)
-
-
 def _fluid_contiguous(instance: Instance, lim: _Limits) -> list[dict[str, Any]] | None:
     """fluid-contiguous and, when asked for (`whole_ns`) and HiGHS finished it,
     fluid-whole-ns in at most WHOLE_NS_TIME_FACTOR times its time: its last ns, worth its time
-    only where a plan lies within a ns per interval of it, which no bound here knows (`cpsat`
-    and `polish` run it where theirs does)."""
-    row = _milp(instance, lim, contiguous=True)
-    if row is None or not lim.whole_ns or row["status"] != "complete":
-        return None if row is None else [row]
-    cap = WHOLE_NS_TIME_FACTOR * max(row["wall_s"], MIN_SOLVER_S)
+    only where a plan lies within a ns per interval of it (`whole_ns.within_reach`): of the
+    plan given (`plan_ns`), if one is; `cpsat` and `polish` run it where theirs does. A
+    fluid-contiguous finished elsewhere (`contiguous_done`) stands in for one left out."""
+    n = len(instance.ops)
+    row = _milp(instance, lim, contiguous=True) if n <= lim.fluid_contiguous_max_ops else None
+    rows = [] if row is None else [row]
+    done = (row["ns"], row["wall_s"]) if row is not None and row["status"] == "complete" \
+        else lim.contiguous_done if row is None else None
+    if (done is None or not lim.whole_ns
+            or (lim.plan_ns is not None and not within_reach(n, lim.plan_ns, done[0]))):
+        return rows or None
+    cap = WHOLE_NS_TIME_FACTOR * max(done[1], MIN_SOLVER_S)
     capped = replace(lim, fluid_time_s=cap if lim.fluid_time_s is None
                      else min(lim.fluid_time_s, cap))
     whole = _milp(instance, capped, contiguous=True, whole_ns=True)
-    if whole is not None and whole["status"] == "complete":  # the same whenever solved to the
-        whole["params"]["time_limit_s"] = None  # end: --check needs no cap a slower run misses
-    return [row, whole] if whole is not None else [row]
+    if whole["status"] == "complete":  # the same whenever solved to the end: --check
+        whole["params"]["time_limit_s"] = None  # needs no cap a slower run misses
+    return [*rows, whole]
+
+
+def _fluid_milp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
+    if len(instance.ops) > lim.fluid_milp_max_ops:
+        return None
+    return _milp(instance, lim, contiguous=False)
 
 
 def _milp(instance: Instance, lim: _Limits, contiguous: bool,
-          whole_ns: bool = False) -> dict[str, Any] | None:
+          whole_ns: bool = False) -> dict[str, Any]:
     n = len(instance.ops)
-    if n > (lim.fluid_contiguous_max_ops if contiguous else lim.fluid_milp_max_ops):
-        return None
     from elk_opt.bounds.fluid_milp import solve_fluid_milp
     from elk_opt.bounds.fluid_sram import DEFAULT_BAND
     what = "one load running at each execute start" if contiguous else "SRAM"
@@ -468,7 +477,8 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                  threads: int = 2,
                  progress: bool = False, time_budget_s: float | None = None,
                  exec_order: ExecOrder = "instance", replay: bool = False,
-                 whole_ns: bool = False) -> dict[str, Any]:
+                 whole_ns: bool = False, plan_ns: int | None = None,
+                 contiguous_done: tuple[int, float] | None = None) -> dict[str, Any]:
     """`{"instance", "ops", "timing", "bounds": [{"bound", "ns", "wall_s", "timings", "order",
     "note", "status", "params"}], "best"}`.
 
@@ -491,7 +501,10 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
     `exec_order="free"`: only the bounds that hold for every execution order (R2).
     `replay`: the report also lists, under "replayed", the plan read from the fluid-contiguous
     MIP's solution (formulations.fluid_replay), an elk-plan/1 document, when there is one.
-    `whole_ns`: fluid-whole-ns too, after a finished fluid-contiguous.
+    `whole_ns`: fluid-whole-ns too, after a finished fluid-contiguous; with `plan_ns` (a
+    plan's makespan) only where that lies within a ns per interval above fluid-contiguous;
+    `contiguous_done`: the bound (ns) and wall time (s) of a fluid-contiguous HiGHS finished
+    before, which fluid-whole-ns follows when `fluid_contiguous_max_ops` leaves it out.
     """
     if (window < 0 or window_time_s <= 0 or lp_time_s <= 0 or threads < 1
             or fluid_time_s <= 0 or fluid_max_ops < 0 or lp_max_ops < 0
@@ -508,7 +521,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                   fluid_contiguous_max_ops, fluid_split_max_ops,
                   window, window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
                   progress, replay=replay, layers_mip_time_s=layers_mip_time_s,
-                  whole_ns=whole_ns)
+                  whole_ns=whole_ns, plan_ns=plan_ns, contiguous_done=contiguous_done)
     rows: list[dict[str, Any]] = []
     started = time.perf_counter()
     rows.append(_row("ideal", started, ideal_bound(instance), BOTH, "any", "roofline"))

@@ -32,7 +32,9 @@ runs the solver phases in a process of their own):
    it finished is listed as fluid-contiguous and not solved again (the one-layer zoo
    slices, 60 s: proofs on the default chip sooner, 11.6 -> 6.2 s median, and the 25-27-op
    ones, whose MIP waited for a round with 2 s left, closed to 0.001% or proven;
-   BENCHMARKS.md, "certify leaves the MIP to CP-SAT"); then CP-SAT
+   BENCHMARKS.md, "certify leaves the MIP to CP-SAT"); once the best plan lies within a ns
+   per interval of a finished fluid-contiguous, a round solves fluid-whole-ns after it (a
+   round of its own if none would run, and before polish: `_whole_ns_in_reach`); then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order, or every order when the plan given executes in
    another: then CP-SAT solves over every order and polish, instance-order only, sits out)
@@ -62,6 +64,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
+from elk_opt.bounds.whole_ns import within_reach
 from elk_opt.certification.certificate import (
     bound_entry,
     covers,
@@ -199,6 +202,9 @@ class Found:
             assert self.best.claims is not None
             found.append((self.best.claims.makespan_ns, self.best.claims.method))
         return min(found)
+
+    def has_plan(self) -> bool:
+        return self.given_ns is not None or self.best is not None
 
     def lowest_makespan(self) -> int:
         return self.lowest()[0]
@@ -407,6 +413,19 @@ def _bounds_could_grow(found: Found) -> bool:
                for b in found.bounds.values())
 
 
+def _whole_ns_in_reach(instance: Instance, found: Found) -> bool:
+    """Whether the fastest plan lies within a ns per interval of a finished fluid-contiguous
+    that no finished fluid-whole-ns follows (`run_all` then solves both: the second's time
+    is capped by the first's). On a Llama2-7B b64 KV4096 slice CP-SAT's plan, 365,203 ns,
+    came within reach after the MIP had run, and only fluid-whole-ns proves it
+    (BENCHMARKS.md, "Intervals of whole ns in certify")."""
+    contiguous: dict[str, Any] = found.bounds.get("fluid-contiguous", {})
+    whole: dict[str, Any] = found.bounds.get("fluid-whole-ns", {})
+    return (contiguous.get("status") == "complete" and contiguous.get("ns") is not None
+            and whole.get("status") != "complete" and found.has_plan()
+            and within_reach(len(instance.ops), found.lowest_makespan(), contiguous["ns"]))
+
+
 def defers(instance: Instance, round_: int) -> bool:
     """Whether bound round `round_` leaves the layer windows and the contiguous MIP to the
     next (module docstring, phase 3)."""
@@ -421,8 +440,10 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     time per window, less in all) took 917 s and raised nothing: time `polish` can use, or
     the user gets back (BENCHMARKS.md, "Later bound rounds")."""
     budget = (FIRST_BOUND_SHARE if round_ == 1 else BOUND_SHARE) * found.left()
+    reach = _whole_ns_in_reach(instance, found)
     if (round_ > 1 and not found.deferred and found.bounds_revision == BOUNDS_REVISION
-            and (not _bounds_could_grow(found) or budget <= found.bound_budget)):
+            and (not _bounds_could_grow(found) or budget <= found.bound_budget)
+            and not (reach and "fluid-whole-ns" not in found.bounds)):
         return False
     target = found.given if found.given is not None else found.best
     if target is not None and exec_order(target) != "instance":
@@ -432,14 +453,20 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
         return False
     found.bound_budget = max(found.bound_budget, budget)
     started = time.perf_counter()
+    plan_ns = found.lowest_makespan() if found.has_plan() else None
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress, "replay": True,
             # the layer windows' fluid MIPs share what the round has left (run_all._layers)
-            "layers_mip_time_s": budget}
+            "layers_mip_time_s": budget,
+            # fluid-whole-ns where the fastest plan is within its reach of fluid-contiguous
+            "whole_ns": found.has_plan(), "plan_ns": plan_ns}
     for name, limit in SOLVED_ONCE.items():  # a later round: what finished gives the same,
         if (found.bounds_revision >= SOLVED_SINCE  # unless its code has changed since
                 and found.bounds.get(name, {}).get("status") == "complete"):
             args[limit] = 0
+    if args.get("fluid_contiguous_max_ops") == 0 and reach:  # fluid-whole-ns follows it
+        contiguous = found.bounds["fluid-contiguous"]
+        args["contiguous_done"] = (contiguous["ns"], contiguous["wall_s"])
     found.deferred = defers(instance, round_)
     if found.deferred:
         args["layers"] = 0
@@ -678,6 +705,9 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
             continue  # the same start with less time: nothing new to find
         if method == "polish" and exec_order(found.best) != "instance":
             continue  # polish re-solves windows of the instance's order only
+        if (method == "polish" and _whole_ns_in_reach(instance, found)
+                and "fluid-whole-ns" not in found.bounds):
+            break  # the bound round first: fluid-whole-ns may prove the plan optimal
         if limit < MIN_PHASE_S:
             found.cut = True
             continue
