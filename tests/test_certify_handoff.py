@@ -375,8 +375,9 @@ def test_a_bound_round_after_a_revision_keeps_this_revisions_value(monkeypatch, 
 WHOLE_NS = [(0, 0, 7, 4), (0, 0, 7, 4), (9, 4, 1, 0)]
 
 
-def _within_reach(whole_ns_done: bool = False):
-    """A search whose best plan lies a ns above a fluid-contiguous that finished."""
+def _within_reach(whole_ns: dict | None = None):
+    """A search whose best plan lies a ns above a fluid-contiguous that finished in 0.5 s,
+    and the fluid-whole-ns entry given, if any."""
     instance = port_instance(WHOLE_NS)
     plan = solve(instance, "basic", SolveOptions(timing="shared-noc"))
     found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
@@ -386,17 +387,20 @@ def _within_reach(whole_ns_done: bool = False):
     found.bounds["fluid-contiguous"] = {"name": "fluid-contiguous", "ns": makespan - 1,
                                         "status": "complete", "wall_s": 0.5, "note": "",
                                         "exec_order": "instance"}
-    if whole_ns_done:
+    if whole_ns is not None:
         found.bounds["fluid-whole-ns"] = {**found.bounds["fluid-contiguous"],
-                                          "name": "fluid-whole-ns"}
+                                          "name": "fluid-whole-ns", **whole_ns}
     return instance, found, makespan
 
 
-@pytest.mark.parametrize("whole_ns_done", [False, True])
+@pytest.mark.parametrize(("whole_ns", "again"), [
+    (None, True),  # not tried yet
+    ({"status": "time-limit", "wall_s": 0.7}, True),  # cut short by a round's budget
+    ({"status": "time-limit", "wall_s": 2.1}, False),  # stopped at its cap, 4 x 0.5 s
+    ({"status": "complete", "wall_s": 1.0}, False),
+], ids=["not tried", "cut short", "at its cap", "finished"])
 def test_a_bound_round_runs_the_whole_ns_mip_once_the_plan_is_within_its_reach(
-        monkeypatch, whole_ns_done):
-    # nothing ran out of time and the round has no more time than one before had: only the
-    # whole-ns MIP, not yet run, is left to try, after the fluid-contiguous already finished
+        monkeypatch, whole_ns, again):
     calls = []
 
     def fake(found, worker, task, deadline):
@@ -404,15 +408,23 @@ def test_a_bound_round_runs_the_whole_ns_mip_once_the_plan_is_within_its_reach(
         return {"bounds": []}
 
     monkeypatch.setattr(search_module, "_call", fake)
-    instance, found, makespan = _within_reach(whole_ns_done)
+    monkeypatch.setattr(search_module, "_bounds_could_grow", lambda found: False)
+    # nothing else could grow and the round has no more time than one before had: a round
+    # runs only for a whole-ns MIP not tried yet
+    instance, found, makespan = _within_reach(whole_ns)
     search_module._bound_round(instance, found, None, 2, progress=False)
-    if whole_ns_done:
-        assert calls == []
-        return
+    assert len(calls) == (whole_ns is None)
+    # a round that runs: the whole-ns MIP after the fluid-contiguous already finished, unless
+    # it finished too or stopped at its cap
+    instance, found, makespan = _within_reach(whole_ns)
+    found.bound_budget = 0.0
+    monkeypatch.setattr(search_module, "_bounds_could_grow", lambda found: True)
+    calls.clear()
+    search_module._bound_round(instance, found, None, 2, progress=False)
     (args,) = calls
     assert args["whole_ns"] and args["plan_ns"] == makespan
-    assert args["fluid_contiguous_max_ops"] == 0 and args["contiguous_done"] == (makespan - 1,
-                                                                                 0.5)
+    assert args["fluid_contiguous_max_ops"] == 0
+    assert args.get("contiguous_done") == ((makespan - 1, 0.5) if again else None)
 
 
 def test_polish_waits_for_the_bound_round_while_the_whole_ns_mip_may_prove_the_plan(

@@ -155,19 +155,26 @@ def _fluid_contiguous(instance: Instance, lim: _Limits) -> list[dict[str, Any]] 
     fluid-contiguous finished elsewhere (`contiguous_done`) stands in for one left out."""
     n = len(instance.ops)
     row = _milp(instance, lim, contiguous=True) if n <= lim.fluid_contiguous_max_ops else None
+    if row is None:
+        done = lim.contiguous_done
+    else:
+        done = (row["ns"], row["wall_s"]) if row["status"] == "complete" else None
     rows = [] if row is None else [row]
-    done = (row["ns"], row["wall_s"]) if row is not None and row["status"] == "complete" \
-        else lim.contiguous_done if row is None else None
     if (done is None or not lim.whole_ns
             or (lim.plan_ns is not None and not within_reach(n, lim.plan_ns, done[0]))):
         return rows or None
-    cap = WHOLE_NS_TIME_FACTOR * max(done[1], MIN_SOLVER_S)
+    cap = whole_ns_cap(done[1])
     capped = replace(lim, fluid_time_s=cap if lim.fluid_time_s is None
                      else min(lim.fluid_time_s, cap))
     whole = _milp(instance, capped, contiguous=True, whole_ns=True)
     if whole["status"] == "complete":  # the same whenever solved to the end: --check
         whole["params"]["time_limit_s"] = None  # needs no cap a slower run misses
     return [*rows, whole]
+
+
+def whole_ns_cap(contiguous_s: float) -> float:
+    """fluid-whole-ns's time limit after a fluid-contiguous that took `contiguous_s`."""
+    return WHOLE_NS_TIME_FACTOR * max(contiguous_s, MIN_SOLVER_S)
 
 
 def _fluid_milp(instance: Instance, lim: _Limits) -> dict[str, Any] | None:
