@@ -645,7 +645,7 @@ def _probe_then_search(instance: Instance, restrict: Restrictions, started: floa
         return build(instance, restrict, timing="shared-noc", upper=cap, lower=lower,
                      deadline=deadline, free=_free(options))
 
-    probed = probe(capped, options, started, ready.floor, ready.upper)
+    probed = probe(capped, options, started, ready.floor, ready.upper, len(instance.ops))
     if probed.cm is not None:  # it holds the optimum: search on there
         ready = replace(ready, cm=probed.cm)
     if probed.status == cp_model.OPTIMAL and probed.solver is not None:

@@ -36,7 +36,10 @@ proven in 32-41 s instead of stopping 5-8% above their bounds, OPT-30B in 34 s i
 share: when the floor is the optimum but its plan is hard to find with no slack at all, the
 hinted open search finds it (OPT-30B's two layers: proven in 2 of 4 runs with the larger
 share there, in every run without). Warm-started, the start hints the open search and
-every probe keeps the smaller share.
+every probe keeps the smaller share, but for the one at the start's makespan - 1 where the
+start lies within a ns per interval of the bound, which gets all the time left (`_share`: a
+Llama2-7B b64 KV2048 slice, its 229,801 ns start floored at 229,800, is proven in 48 s of 60
+instead of not in 60; BENCHMARKS.md, "The last probe below a start within reach").
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ from dataclasses import dataclass, replace
 
 from ortools.sat.python import cp_model
 
+from elk_opt.bounds.whole_ns import within_reach
 from elk_opt.interrupts import stop_requested
 from elk_opt.solution import SolveOptions
 from formulations.common import ceil_integer, remaining
@@ -84,6 +88,17 @@ def next_cap(lower: int, upper: int | None, fraction: float) -> int | None:
     return cap if upper is None else min(cap, upper - 1)
 
 
+def _share(options: SolveOptions, fraction: float, cap: int, lower: int, upper: int | None,
+           ops: int) -> float:
+    """A probe's share of the time and work left (module docstring): all of it for the probe
+    that asks whether anything beats a start within reach of the lower bound (at most a ns
+    per interval above it, `whole_ns.within_reach`): the open search after it could only look
+    for the same plans, in a looser model, and cannot prove the start optimal sooner."""
+    if upper is not None and cap == upper - 1 and within_reach(ops, upper, lower):
+        return 1.0
+    return COLD_PROBE_SHARE if options.warm_plan is None and fraction > 0 else PROBE_SHARE
+
+
 def refuted(solver: cp_model.CpSolver, status: int, cap: int) -> bool:
     """A probe stopped without a solution whose bound is already above its cap: nothing in
     its model (every makespan <= cap) is left, so it is as good as proven infeasible."""
@@ -91,9 +106,10 @@ def refuted(solver: cp_model.CpSolver, status: int, cap: int) -> bool:
 
 
 def probe(capped: Callable[[int, int], CpsatModel], options: SolveOptions, started: float,
-          lower: int, upper: int | None) -> Probed:
+          lower: int, upper: int | None, ops: int) -> Probed:
     """Probe caps up from `lower` (module docstring) while each probe ends within its share;
-    `capped(cap, lower)` builds the model with makespans in [lower, cap]."""
+    `capped(cap, lower)` builds the model with makespans in [lower, cap] of the instance's
+    `ops` ops."""
     fraction = 0.0
     used = 0.0
     while not stop_requested():
@@ -105,7 +121,7 @@ def probe(capped: Callable[[int, int], CpsatModel], options: SolveOptions, start
         except OutOfTime:
             break
         left = remaining(options.time_limit_s, started)
-        share = COLD_PROBE_SHARE if options.warm_plan is None and fraction > 0 else PROBE_SHARE
+        share = _share(options, fraction, cap, lower, upper, ops)
         work = None if options.work_limit is None else share * (options.work_limit - used)
         solver = solver_for(replace(options, work_limit=work),
                             None if left is None else share * left, "shared-noc")

@@ -44,7 +44,7 @@ def test_probes_from_any_valid_floor_never_pass_the_exhaustive_optimum(instance,
     floor = int(share * optimum)  # any value up to the optimum is a valid lower bound
     probed = probe(lambda cap, lower: build(instance, Restrictions(), timing="shared-noc",
                                             upper=cap, lower=lower),
-                   SHARED, time.perf_counter(), floor, ready.upper)
+                   SHARED, time.perf_counter(), floor, ready.upper, len(instance.ops))
     assert floor <= probed.lower <= optimum
     if probed.solver is not None:
         assert round(probed.solver.objective_value) >= optimum
@@ -129,9 +129,10 @@ def test_a_repeatable_run_floors_with_the_lp_alone():
     assert plan.claims.status == "optimal" and plan.claims.makespan_ns == 40
 
 
-def _fake_probes(monkeypatch, options: SolveOptions):
-    """Probes from 1000 whose first stops unproven with a bound of 1005 and whose later ones
-    are infeasible; the caps probed, each with its lower end, and the time limits given."""
+def _fake_probes(monkeypatch, options: SolveOptions, upper: int | None = None, ops: int = 5):
+    """Probes from 1000 (below a start of makespan `upper`, if given, on `ops` ops) whose
+    first stops unproven with a bound of 1005 and whose later ones are infeasible; the caps
+    probed, each with its lower end, and the time limits given."""
     bounds = itertools.chain([1005.0], itertools.repeat(math.inf))
     caps, limits = [], []
 
@@ -149,7 +150,7 @@ def _fake_probes(monkeypatch, options: SolveOptions):
     monkeypatch.setattr(cpsat_probe, "solver_for", lambda _, limit, __: Stopped(limit))
     monkeypatch.setattr(cpsat_probe, "run_cpsat", run)
     capped = lambda cap, lower: caps.append((lower, cap)) or SimpleNamespace(model=None)  # noqa: E731
-    return probe(capped, options, time.perf_counter(), 1000, None), caps, limits
+    return probe(capped, options, time.perf_counter(), 1000, upper, ops), caps, limits
 
 
 def test_a_probe_stopped_with_its_bound_above_its_cap_counts_as_refuted(monkeypatch):
@@ -165,6 +166,18 @@ def test_cold_probes_above_the_floor_get_the_larger_share(monkeypatch):
     warm = _fake_probes(monkeypatch, replace(options, warm_plan=_plan()))[2]
     assert [round(x / 1000, 2) for x in cold] == [PROBE_SHARE] + [COLD_PROBE_SHARE] * 3
     assert [round(x / 1000, 2) for x in warm] == [PROBE_SHARE] * 4
+
+
+@pytest.mark.parametrize(("ops", "last_share"), [(5, 1.0), (0, PROBE_SHARE)])
+def test_the_probe_below_a_start_within_reach_gets_all_the_time_left(monkeypatch, ops,
+                                                                    last_share):
+    # the floor probe is refuted up to 1000, then the cap 1002 asks whether anything beats
+    # the start (1003): 2 ns above the bound, within reach on 5 ops (a ns per interval), not
+    # on none; within reach the open search could only look for the same plans
+    options = replace(SHARED, time_limit_s=1000.0, warm_plan=_plan())
+    probed, caps, limits = _fake_probes(monkeypatch, options, upper=1003, ops=ops)
+    assert caps == [(1000, 1000), (1001, 1002)] and probed.lower == 1003
+    assert [round(x / 1000, 2) for x in limits] == [PROBE_SHARE, last_share]
 
 
 def _plan():
