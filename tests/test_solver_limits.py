@@ -111,7 +111,7 @@ def test_cpsat_whose_retiming_runs_out_searches_from_the_starts_as_they_are(monk
         calls.append(1)
         raise OutOfTime
 
-    def nothing_found(_capped, _options, _started, lower, _upper):
+    def nothing_found(_capped, _options, _started, lower, _upper, _ops):
         return Probed(lower, cp_model.UNKNOWN, None)
 
     instance = synthetic_instance(ops=12, plans=3, seed=2, tightness=0.6)
