@@ -34,7 +34,8 @@ runs the solver phases in a process of their own):
    ones, whose MIP waited for a round with 2 s left, closed to 0.001% or proven;
    BENCHMARKS.md, "certify leaves the MIP to CP-SAT"); once the best plan lies within a ns
    per interval of a finished fluid-contiguous, a round solves fluid-whole-ns after it (a
-   round of its own if none would run, and before polish: `_whole_ns_in_reach`); then CP-SAT
+   round of its own if none would run, with FIRST_BOUND_SHARE, and before polish:
+   `_whole_ns_in_reach`); then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order, or every order when the plan given executes in
    another: then CP-SAT solves over every order and polish, instance-order only, sits out)
@@ -442,11 +443,13 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     round before it. On the grid's 48 certificates the 70 rounds after the first (twice the
     time per window, less in all) took 917 s and raised nothing: time `polish` can use, or
     the user gets back (BENCHMARKS.md, "Later bound rounds")."""
-    budget = (FIRST_BOUND_SHARE if round_ == 1 else BOUND_SHARE) * found.left()
     reach = _whole_ns_in_reach(instance, found)
+    due = reach and "fluid-whole-ns" not in found.bounds  # a round of its own if need be,
+    # with the first round's share: on a Llama2-7B b64 KV4096 slice it takes 10 s of the 11
+    # that 40% of what was left gave, and beside another run it did not finish in them
+    budget = (FIRST_BOUND_SHARE if round_ == 1 or due else BOUND_SHARE) * found.left()
     if (round_ > 1 and not found.deferred and found.bounds_revision == BOUNDS_REVISION
-            and (not _bounds_could_grow(found) or budget <= found.bound_budget)
-            and not (reach and "fluid-whole-ns" not in found.bounds)):
+            and (not _bounds_could_grow(found) or budget <= found.bound_budget) and not due):
         return False
     target = found.given if found.given is not None else found.best
     if target is not None and exec_order(target) != "instance":
