@@ -35,7 +35,7 @@ runs the solver phases in a process of their own):
    BENCHMARKS.md, "certify leaves the MIP to CP-SAT"); once the best plan lies within a ns
    per interval of a finished fluid-contiguous, a round solves fluid-whole-ns after it (a
    round of its own if none would run, with FIRST_BOUND_SHARE, and before polish:
-   `_whole_ns_in_reach`); then CP-SAT
+   `_whole_ns_due`); then CP-SAT
    warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
    covers the instance's execution order, or every order when the plan given executes in
    another: then CP-SAT solves over every order and polish, instance-order only, sits out)
@@ -430,6 +430,12 @@ def _whole_ns_in_reach(instance: Instance, found: Found) -> bool:
                              and whole["wall_s"] < whole_ns_cap(contiguous["wall_s"]))
 
 
+def _whole_ns_due(instance: Instance, found: Found) -> bool:
+    """Within reach (`_whole_ns_in_reach`) and not tried yet: worth a bound round of its own,
+    which `polish` waits for."""
+    return _whole_ns_in_reach(instance, found) and "fluid-whole-ns" not in found.bounds
+
+
 def defers(instance: Instance, round_: int) -> bool:
     """Whether bound round `round_` leaves the layer windows and the contiguous MIP to the
     next (module docstring, phase 3)."""
@@ -443,10 +449,10 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     round before it. On the grid's 48 certificates the 70 rounds after the first (twice the
     time per window, less in all) took 917 s and raised nothing: time `polish` can use, or
     the user gets back (BENCHMARKS.md, "Later bound rounds")."""
-    reach = _whole_ns_in_reach(instance, found)
-    due = reach and "fluid-whole-ns" not in found.bounds  # a round of its own if need be,
-    # with the first round's share: on a Llama2-7B b64 KV4096 slice it takes 10 s of the 11
-    # that 40% of what was left gave, and beside another run it did not finish in them
+    # fluid-whole-ns due gets a round of its own if need be, with the first round's share: on
+    # a Llama2-7B b64 KV4096 slice it takes 10 s of the 11 that 40% of what was left gave,
+    # and beside another run it did not finish in them
+    due = _whole_ns_due(instance, found)
     budget = (FIRST_BOUND_SHARE if round_ == 1 or due else BOUND_SHARE) * found.left()
     if (round_ > 1 and not found.deferred and found.bounds_revision == BOUNDS_REVISION
             and (not _bounds_could_grow(found) or budget <= found.bound_budget) and not due):
@@ -465,13 +471,13 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
             # the layer windows' fluid MIPs share what the round has left (run_all._layers)
             "layers_mip_time_s": budget,
             # fluid-whole-ns where the fastest plan is within its reach of fluid-contiguous
-            "whole_ns": found.has_plan(), "plan_ns": plan_ns}
+            "whole_ns": plan_ns is not None, "plan_ns": plan_ns}
     for name, limit in SOLVED_ONCE.items():  # a later round: what finished gives the same,
         if (found.bounds_revision >= SOLVED_SINCE  # unless its code has changed since
                 and found.bounds.get(name, {}).get("status") == "complete"):
             args[limit] = 0
-    if args.get("fluid_contiguous_max_ops") == 0 and reach:  # fluid-whole-ns follows it
-        contiguous = found.bounds["fluid-contiguous"]
+    if args.get("fluid_contiguous_max_ops") == 0 and _whole_ns_in_reach(instance, found):
+        contiguous = found.bounds["fluid-contiguous"]  # fluid-whole-ns follows it
         args["contiguous_done"] = (contiguous["ns"], contiguous["wall_s"])
     found.deferred = defers(instance, round_)
     if found.deferred:
@@ -711,8 +717,7 @@ def _plan_round(instance: Instance, found: Found, options: SolveOptions, worker:
             continue  # the same start with less time: nothing new to find
         if method == "polish" and exec_order(found.best) != "instance":
             continue  # polish re-solves windows of the instance's order only
-        if (method == "polish" and _whole_ns_in_reach(instance, found)
-                and "fluid-whole-ns" not in found.bounds):
+        if method == "polish" and _whole_ns_due(instance, found):
             break  # the bound round first: fluid-whole-ns may prove the plan optimal
         if limit < MIN_PHASE_S:
             found.cut = True
