@@ -9,6 +9,7 @@ from pathlib import Path
 from unittest import mock
 
 import numpy as np
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
@@ -27,6 +28,7 @@ from elk_opt.bounds.run_all import lower_bounds, recompute
 from elk_opt.bounds.split import fluid_split_bound, split_band
 from elk_opt.bounds.window import window_instance
 from elk_opt.cli import main
+from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate, fits_memory
 from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import load_instance, save_instance
@@ -369,6 +371,9 @@ def test_the_whole_ns_mip_runs_only_where_the_plan_given_is_within_its_reach():
     assert "fluid-contiguous" not in rows and rows["fluid-whole-ns"]["ns"] == 17
     assert rows["fluid-whole-ns"]["params"]["time_limit_s"] is None  # finished: no cap
     assert "fluid-whole-ns" not in names(fluid_contiguous_max_ops=0)
+    for bad in (-1, 17.5, "17", True):
+        with pytest.raises(UsageError, match="plan_ns"):
+            names(plan_ns=bad)
 
 
 @settings(max_examples=40)

@@ -524,6 +524,10 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                          "and time_budget_s must be >= 0 and "
                          "window_time_s, layers_time_s, layers_mip_time_s, lp_time_s, "
                          "fluid_time_s, threads positive")
+    if plan_ns is not None and (isinstance(plan_ns, bool) or not isinstance(plan_ns, int)
+                                or plan_ns < 0):
+        raise UsageError(f"plan_ns must be a plan's makespan, a whole number of ns >= 0, "
+                         f"got {plan_ns!r}")
     lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, fluid_milp_max_ops,
                   fluid_contiguous_max_ops, fluid_split_max_ops,
                   window, window_time_s, layers, layers_time_s, lp_max_ops, lp_time_s, threads,
