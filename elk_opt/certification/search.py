@@ -1,61 +1,30 @@
 """The budgeted search behind `elk-opt certify`: the best plan and the best lower bound that
 one wall-clock budget buys.
 
-Phases, each given a share of what is left and stopped at its deadline (elk_opt.certification.worker
-runs the solver phases in a process of their own):
-1. the linear-time bounds of `run_all.lower_bounds` and Basic, in this process (instant: a
-   certificate exists from the first second on);
-2. the other heuristics, cheapest first (Static, LHS, Elk-Dyn, Elk-Full, then Elk-Full at
-   the fluid LP's pairs), within half the budget, of which ELK_FULL_SHARE is the two
-   Elk-Fulls' whatever the others took; each runs under
-   its own time limit, so one cut short hands back its best plan so far (a search that
-   continues a certificate, elk_opt.certification.run, runs only those that have not given a
-   plan in the searches it continues, `search.done`: the others' plans are behind its start);
-3. rounds until the gap closes, the time is up, or nothing is left to try: the solver-backed
-   bounds of `run_all.lower_bounds` within FIRST_BOUND_SHARE of what is left (again in a later
-   round, within BOUND_SHARE, if one of them was deferred, or ran out of time and the round
-   has more time than any before it had, with twice the time per window and without the LPs
-   and MIPs that finished, SOLVED_ONCE, unless BOUNDS_REVISION has changed since they did;
-   the layer windows' fluid MIPs share what the round
-   has left, BENCHMARKS.md, "Loads run whole in the layer windows"; a search that
-   continues a certificate goes on from its last round, and its budget is compared with
-   the largest of the searches it continues; on instances
-   CP-SAT solves whole, the layer windows wait for the second round: their CP-SAT
-   relaxations of the same model cost the first round most of its time and CP-SAT's own
-   search bounds tighter, as on the calibration layer, 26 s of windows to 192,562 ns where
-   CP-SAT proves the optimum, 193,466 ns, in 8; so does the fluid MIP with loads run whole
-   (17-32 s on a Gemma2-27B b64 KV4096 layer of 34 ops, a fifth of a 150 s budget; in the
-   first round the calibration layer's proof took 47 s against 12). On up to
-   CPSAT_CONTIGUOUS_MAX_OPS ops CP-SAT runs that MIP itself, after a search that proved
-   nothing, and continues from the plan its solution replays to (formulations.cpsat): it is
-   asked to (`SolveOptions.loads_run_whole`) until the MIP has run in a bound round, and a MIP
-   it finished is listed as fluid-contiguous and not solved again (the one-layer zoo
-   slices, 60 s: proofs on the default chip sooner, 11.6 -> 6.2 s median, and the 25-27-op
-   ones, whose MIP waited for a round with 2 s left, closed to 0.001% or proven;
-   BENCHMARKS.md, "certify leaves the MIP to CP-SAT"); once the best plan lies within a ns
-   per interval of a finished fluid-contiguous, a round solves fluid-whole-ns after it (a
-   round of its own if none would run, with FIRST_BOUND_SHARE, and before polish:
-   `_whole_ns_due`); then CP-SAT
-   warm-started from the best plan (instances of at most CPSAT_MAX_OPS ops: its bound
-   covers the instance's execution order, or every order when the plan given executes in
-   another: then CP-SAT solves over every order and polish, instance-order only, sits out)
-   with CPSAT_SHARE of what is left; on larger instances whose layers repeat, once, Elk-Full
-   on slices of their first SLICE_SIZES layers, then CP-SAT from the Elk-Full plan that tiled
-   best (SLICE_SHARE of what is left for all of it), each plan tiled onto the whole instance
-   (formulations.lns_tiling), then on that slice one pair per op class, chosen by a descent
-   from the best plan's pairs, judged on the whole instance (formulations.slice_pairs,
-   PAIRS_SHARE of what is left), and once more per search from a later best plan's pairs
-   (a continued certificate's, or polish's) on a slice of PAIRS_AGAIN_LAYERS layers;
-   on instances above CPSAT_MAX_OPS, Elk-Full with every op held to the best plan's pair,
-   when no Elk-Full made that plan (HELD_PAIRS_SHARE of what is left: on Llama2-13B b64
-   KV2048 it scheduled polish's pairs 0.24% faster than polish had);
-   the LNS `polish` from the best plan with POLISH_SHARE of the
-   rest (what it does not use goes to the next round); each only from a plan it has not
-   started from before (from the same start with less time it would find nothing new). A
-   solver phase that overruns its own limit is ended one second past the budget (a slice's,
-   a grace past the slices' share).
-The search stops as soon as a bound meets the best plan. The state is kept in a `Found` that
-the caller holds, so an interrupt leaves the best plan and bounds so far.
+The phases, in order, with their shares of the time: docs/search.md, "certify". The choices
+behind them, each measured (BENCHMARKS.md):
+- a certificate exists from the first second: the linear-time bounds and Basic run first, in
+  this process; every other phase runs in a worker process (elk_opt.certification.worker)
+  and is stopped at its deadline, a phase that overruns its own limit ended one second past
+  the budget;
+- on instances CP-SAT solves whole, the layer windows and the fluid MIP with loads run whole
+  wait for the second bound round: CP-SAT's own search bounds the same model tighter (the
+  calibration layer: 26 s of windows to 192,562 ns where CP-SAT proves 193,466 in 8), and on
+  up to CPSAT_CONTIGUOUS_MAX_OPS ops CP-SAT runs that MIP itself after a search that proved
+  nothing ("certify leaves the MIP to CP-SAT");
+- a later bound round runs only for what an earlier one deferred, or with more time than any
+  before it had: with less it raised nothing on the grid's certificates ("Later bound
+  rounds");
+- once the best plan lies within a ns per interval of a finished fluid-contiguous, a round
+  solves fluid-whole-ns, and polish waits for it (`_whole_ns_due`; "Intervals of whole ns in
+  certify");
+- each solver starts only from a plan it has not started from before: from the same start
+  with less time it would find nothing new;
+- a given plan that executes in another order than the instance's gets only bounds that hold
+  for every order: CP-SAT then solves over every order, and polish (instance order only) sits
+  out.
+The state is kept in a `Found` that the caller holds, so an interrupt leaves the best plan
+and bounds so far.
 """
 
 from __future__ import annotations
