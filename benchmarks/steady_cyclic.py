@@ -25,7 +25,11 @@ released at its model time, `elk_opt.evaluate`) and prints the periods it gives 
 
     python benchmarks/steady_cyclic.py CERT_OR_PLAN.json --layer 20 [--layers 1]
         [--time-limit 120] [--threads 2] [--order 10:0,18:0,...] [--check 8]
-        [--sram-scale 10]
+        [--sram-scale 10] [--cap NS --worker max_lp]
+
+With `--cap` the model is a probe: periods up to the cap, no hint. Its bound can then rise
+above the uncapped model's (OPT-30B b32 KV2048's layer 20: 234,696 ns against 233,485), or
+not (Llama2-13B b64 KV2048's: 251,712, the fluid LP's layer).
 """
 
 from __future__ import annotations
@@ -99,10 +103,13 @@ def block_of(plan: Plan, first_layer: int, layers: int) -> Block:
 
 
 def solve_cycle(ops: list[SpacedCost], sram: int, ahead: int, limit_s: float, threads: int,
-                hint: Cycle, order: list[tuple[int, int]] | None) -> tuple[str, Cycle | None, int]:
-    """CP-SAT on the cyclic model (module docstring): status, best cycle, bound on PI."""
+                hint: Cycle, order: list[tuple[int, int]] | None, cap: int | None = None,
+                worker: str | None = None) -> tuple[str, Cycle | None, int]:
+    """CP-SAT on the cyclic model (module docstring): status, best cycle, bound on PI.
+    `cap`: the horizon instead of the plan's period, and no hint (a probe, as `cpsat`'s);
+    `worker`: the one CP-SAT subsolver to run (e.g. `max_lp`)."""
     m, md = len(ops), cp_model.CpModel()
-    top = hint.period  # the plan's period: no worse period is of interest
+    top = hint.period if cap is None else cap  # no worse period is of interest
     pi = md.NewIntVar(max(sum(o.run for o in ops), sum(o.load for o in ops)), top, "PI")
     far = (2 * ahead + 4) * top
     s = [md.NewIntVar(0, top, f"S{i}") for i in range(m)]
@@ -190,10 +197,13 @@ def solve_cycle(ops: list[SpacedCost], sram: int, ahead: int, limit_s: float, th
         if later in pending:
             md.AddImplication(u, pending[later])
     md.Minimize(pi)
-    _hint(md, hint, pi, s, c, a, b, d, beside, alone, pending)
+    if cap is None:
+        _hint(md, hint, pi, s, c, a, b, d, beside, alone, pending)
     solver = cp_model.CpSolver()
     solver.parameters.max_time_in_seconds = limit_s
     solver.parameters.num_workers = threads
+    if worker:
+        solver.parameters.subsolvers.append(worker)
     # CP-SAT's own limit can be overrun in presolve (a 40-op block ran 540 s of 300): stop it
     deadline = threading.Timer(limit_s, solver.stop_search)
     deadline.start()
@@ -299,6 +309,9 @@ def main() -> None:
     ap.add_argument("--check", type=int, default=0, help="copies to time exactly (0: none)")
     ap.add_argument("--sram-scale", type=float, default=1.0,
                     help="the SRAM times this (> 0): whether SRAM is what holds an order back")
+    ap.add_argument("--cap", type=int, help="the period's upper end instead of the plan's, "
+                    "without the plan as a hint: a probe of periods up to it")
+    ap.add_argument("--worker", help="the one CP-SAT subsolver to run (e.g. max_lp)")
     args = ap.parse_args()
     try:
         plan, _certificate = read_plan_or_certificate(args.plan)
@@ -306,14 +319,16 @@ def main() -> None:
         order = _order(args.order, own, args.ahead) if args.order else None
         if not args.sram_scale > 0:
             raise ValueError(f"--sram-scale must be > 0, got {args.sram_scale}")
+        if args.cap is not None and args.cap <= 0:
+            raise ValueError(f"--cap must be a positive number of ns, got {args.cap}")
     except (InputError, ValueError) as error:
         ap.error(str(error))  # exit 2
     sram = int(plan.instance.chip.sram_bytes * args.sram_scale)
     print(f"block: layers {args.layer}-{args.layer + args.layers - 1}, {len(ops)} ops; the plan's "
           f"period {own.period:,} ns, its load order {own.order()}")
     began = time.perf_counter()
-    status, best, bound = solve_cycle(ops, sram, args.ahead,
-                                      args.time_limit, args.threads, own, order)
+    status, best, bound = solve_cycle(ops, sram, args.ahead, args.time_limit, args.threads,
+                                      own, order, args.cap, args.worker)
     wall = time.perf_counter() - began
     if best is None:
         print(f"{status} after {wall:.1f} s: no cycle (bound {bound:,})")

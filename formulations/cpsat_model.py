@@ -399,7 +399,11 @@ def _hint_free(cm: CpsatModel, instance: Instance, plan: Plan | None) -> None:
     cm.hinted = True
 
 
-LP_WORKERS = ("max_lp", "default_lp")  # 5b: the workers whose LP relaxation proves optima
+# 5b: the full-problem workers, whose LP relaxation proves optima. CP-SAT runs as many of them
+# as its worker count leaves room for: with one or two threads `max_lp` alone (the second
+# thread runs CP-SAT's first-solution and LNS helpers), with three or more both, `max_lp`
+# repeated (BENCHMARKS.md, "What two threads run")
+LP_WORKERS = ("max_lp", "default_lp")
 
 
 def solver_for(options: SolveOptions, time_limit_s: float | None,
@@ -407,6 +411,8 @@ def solver_for(options: SolveOptions, time_limit_s: float | None,
     """A CP-SAT solver with the options' limits. Under 5b the full-problem workers are the
     LP-heavy ones: with its default pair of workers CP-SAT rarely closes a 5b gap, with
     `max_lp` (the full linear relaxation, cuts included) it closes small ones in seconds.
+    Two full workers instead of one and the helpers prove the calibration layer sooner but
+    cold two-layer slices later or not at all (BENCHMARKS.md, "What two threads run").
     `interleave`: the subsolvers, LNS helpers included, take turns on the workers' threads
     (deterministically); one worker otherwise runs the full search alone, without LNS."""
     solver = cp_model.CpSolver()

@@ -120,7 +120,7 @@ def solver_for_bound(time_limit_s: float, threads: int,
         prm.max_time_in_seconds = 4 * time_limit_s + 1
         if deterministic:
             prm.max_time_in_seconds = math.inf  # CP-SAT's own default: no wall limit
-    else:
+    else:  # two threads: `lb_tree_search` and CP-SAT's helpers; more: the others too
         prm.subsolvers.extend(["lb_tree_search", "max_lp", "default_lp"][:threads])
     return solver
 
