@@ -411,8 +411,9 @@ def solver_for(options: SolveOptions, time_limit_s: float | None,
     """A CP-SAT solver with the options' limits. Under 5b the full-problem workers are the
     LP-heavy ones: with its default pair of workers CP-SAT rarely closes a 5b gap, with
     `max_lp` (the full linear relaxation, cuts included) it closes small ones in seconds.
-    Two full workers instead of one and the helpers prove the calibration layer sooner but
-    cold two-layer slices later or not at all (BENCHMARKS.md, "What two threads run").
+    Two full workers instead of one and the helpers prove the calibration layer no sooner
+    beyond the noise, and cold two-layer slices later or not at all (BENCHMARKS.md, "What two
+    threads run").
     `interleave`: the subsolvers, LNS helpers included, take turns on the workers' threads
     (deterministically); one worker otherwise runs the full search alone, without LNS."""
     solver = cp_model.CpSolver()
