@@ -14,7 +14,7 @@ from typing import Literal
 
 from elk_opt.errors import UsageError
 from elk_opt.evaluate import ProgramError, evaluate
-from elk_opt.problem import ExecOrder, Instance, Plan, Timing
+from elk_opt.problem import ExecOrder, Instance, Plan, Timing, is_count
 from elk_opt.solution import SolveOptions
 
 Method = Callable[[Instance, SolveOptions], Plan]
@@ -94,7 +94,7 @@ def check_floor(options: SolveOptions) -> None:
     floor = options.floor_ns
     if floor is None:
         return
-    if isinstance(floor, bool) or not isinstance(floor, int) or floor < 0:
+    if not is_count(floor):
         raise UsageError(f"floor_ns must be a whole number of ns >= 0, got {floor!r}")
     warm = options.warm_plan
     if warm is None:

@@ -141,6 +141,11 @@ def instr_name(instr: Instr) -> str:
     return f"{instr[0]}{instr[1]}"
 
 
+def is_count(value: Any) -> bool:
+    """A non-negative integer (not a bool): a count, or a time in whole ns."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
 @dataclass(frozen=True)
 class Plan:
     instance: Instance

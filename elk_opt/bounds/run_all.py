@@ -62,7 +62,7 @@ from elk_opt.bounds.cuts import (
 from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.bounds.whole_ns import within_reach
 from elk_opt.errors import UsageError
-from elk_opt.problem import DEFAULT_TIMING, ExecOrder, Instance, Timing
+from elk_opt.problem import DEFAULT_TIMING, ExecOrder, Instance, Timing, is_count
 
 if TYPE_CHECKING:  # the solvers load only when a bound needs them
     from elk_opt.bounds.fluid import FluidBound
@@ -524,8 +524,7 @@ def lower_bounds(instance: Instance, *, timing: Timing = DEFAULT_TIMING,
                          "and time_budget_s must be >= 0 and "
                          "window_time_s, layers_time_s, layers_mip_time_s, lp_time_s, "
                          "fluid_time_s, threads positive")
-    if plan_ns is not None and (isinstance(plan_ns, bool) or not isinstance(plan_ns, int)
-                                or plan_ns < 0):
+    if plan_ns is not None and not is_count(plan_ns):
         raise UsageError(f"plan_ns must be a plan's makespan, a whole number of ns >= 0, "
                          f"got {plan_ns!r}")
     lim = _Limits(timing, fluid_max_ops, fluid_time_s, fluid_sram_max_ops, fluid_milp_max_ops,

@@ -26,7 +26,7 @@ from elk_opt.certification.certificate import FORMAT, SOLVER_STATUS, covers, exe
 from elk_opt.errors import InputError, UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.io import plan_from_dict
-from elk_opt.problem import TIMINGS, Plan
+from elk_opt.problem import TIMINGS, Plan, is_count
 from elk_opt.progress import say
 
 GAP_TOLERANCE = 1e-9  # relative: a gap written as a float of its ratio
@@ -40,11 +40,6 @@ class Checked:
     not_recomputed: list[str] = field(default_factory=list)  # each with the reason
     # time-limited bounds that came out lower again, none of them the one the claim rests on
     unconfirmed: list[str] = field(default_factory=list)
-
-
-def is_count(value: Any) -> bool:
-    """A non-negative integer (not a bool): a count, or a time in whole ns."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _fail(source: str, where: str, message: str) -> InputError:

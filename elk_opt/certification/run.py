@@ -33,7 +33,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from elk_opt.certification.certificate import build, exec_order
-from elk_opt.certification.check import check, is_count
+from elk_opt.certification.check import check
 from elk_opt.certification.search import (
     HEURISTICS,
     SLICES,
@@ -47,7 +47,7 @@ from elk_opt.certification.worker import Worker
 from elk_opt.errors import InputError, UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.io import plan_from_dict, plan_to_dict
-from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Instance, Plan, Timing
+from elk_opt.problem import DEFAULT_TIMING, TIMINGS, Instance, Plan, Timing, is_count
 from elk_opt.solution import make_plan
 
 DEFAULT_TIME_LIMIT_S = 600.0
