@@ -240,7 +240,7 @@ def _say(found: Found, phase: str, enabled: bool) -> None:
     if not enabled:
         return
     parts = [f"certify [{found.elapsed():5.1f}/{found.time_limit_s:g} s] {phase}"]
-    plans = found.given is not None or found.best is not None
+    plans = found.has_plan()
     if plans:
         makespan, maker = found.lowest()
         parts.append(f"plan {makespan:,} ns ({maker})")
