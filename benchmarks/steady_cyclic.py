@@ -212,6 +212,8 @@ def solve_cycle(ops: list[SpacedCost], sram: int, ahead: int, limit_s: float, th
         status = cpsat_run.solve(solver, md)
     finally:
         deadline.cancel()
+    if status == cp_model.MODEL_INVALID:  # e.g. a --worker CP-SAT does not know
+        raise ValueError(f"CP-SAT refused the model: {solver.solution_info()}")
     bound = int(solver.BestObjectiveBound())
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         return solver.StatusName(status), None, bound
@@ -330,8 +332,11 @@ def main() -> None:
     print(f"block: layers {args.layer}-{args.layer + args.layers - 1}, {len(ops)} ops; the plan's "
           f"period {own.period:,} ns, its load order {own.order()}")
     began = time.perf_counter()
-    status, best, bound = solve_cycle(ops, sram, args.ahead, args.time_limit, args.threads,
-                                      own, order, args.cap, args.worker)
+    try:
+        status, best, bound = solve_cycle(ops, sram, args.ahead, args.time_limit, args.threads,
+                                          own, order, args.cap, args.worker)
+    except ValueError as error:
+        ap.error(str(error))  # exit 2
     wall = time.perf_counter() - began
     if best is None:
         print(f"{status} after {wall:.1f} s: no cycle (bound {bound:,})")
