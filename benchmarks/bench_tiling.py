@@ -2,7 +2,7 @@
 
 For each configuration (a whole zoo model, default chip, bsp occupancy, shared-noc): Elk-Full
 on the whole model (the baseline, same run), the fluid LP (the bound the grid's b16 and b32
-rows stop at), then what `certify`'s slice phase does (elk_opt.certification.search): Elk-Full
+rows stop at), then what `certify`'s slice phase does (elk_opt.certification.slices): Elk-Full
 on slices of the first 3, 4, 5, 6 and 8 layers and the tail (formulations.lns_tiling), each
 plan tiled onto the whole model (the best repeat and release choice that obeys R5), and
 CP-SAT within `--time-limit`, one thread, from the Elk-Full plan that tiled best, tiled too.
@@ -24,7 +24,7 @@ from bench_contiguous import best_plans
 from bench_fluid_milp import whole_models
 
 from elk_opt.bounds.fluid import fluid_bound
-from elk_opt.certification.search import SLICE_SIZES
+from elk_opt.certification.slices import SLICE_SIZES
 from elk_opt.evaluate import evaluate_plan
 from elk_opt.methods import solve
 from elk_opt.problem import Instance, Plan

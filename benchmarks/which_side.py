@@ -24,7 +24,7 @@ import time
 
 from elk_opt.bounds.fluid import fluid_bound
 from elk_opt.certification.certificate import read_plan_or_certificate
-from elk_opt.certification.search import held_to_pairs
+from elk_opt.certification.slices import held_to_pairs
 from elk_opt.errors import InputError
 from elk_opt.evaluate import Schedule, evaluate_plan
 from elk_opt.methods import solve

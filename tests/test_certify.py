@@ -34,15 +34,16 @@ from elk_opt.bounds.run_all import (
     recompute,
 )
 from elk_opt.bounds.window import window_key
+from elk_opt.certification import found as found_module
 from elk_opt.certification import search as search_module
 from elk_opt.certification.certificate import build, exec_order
 from elk_opt.certification.check import check
+from elk_opt.certification.found import Found
 from elk_opt.certification.run import certify, prepare_continued
 from elk_opt.certification.search import (
     ELK_FULL_SHARE,
     HEURISTIC_SHARE,
     HEURISTICS,
-    Found,
     _heuristics,
 )
 from elk_opt.certification.worker import Task, TimedOut, Worker
@@ -370,7 +371,7 @@ def test_a_bound_round_that_did_not_finish_is_run_again_when_continued(certified
 
 
 @pytest.mark.parametrize(("revision", "again"), [
-    (search_module.BOUNDS_REVISION, False), (search_module.SOLVED_SINCE, False),
+    (found_module.BOUNDS_REVISION, False), (search_module.SOLVED_SINCE, False),
     (search_module.SOLVED_SINCE - 1, True)])
 def test_a_bound_that_finished_is_solved_again_only_when_its_code_has_changed(
         certified, monkeypatch, revision, again):
@@ -380,7 +381,7 @@ def test_a_bound_that_finished_is_solved_again_only_when_its_code_has_changed(
     found.bounds["fluid-sram"] = {"name": "fluid-sram", "ns": 1, "status": "complete",
                                   "note": ""}
     calls = []
-    monkeypatch.setattr(search_module, "_call",
+    monkeypatch.setattr(search_module, "call",
                         lambda found, worker, task, deadline: calls.append(task) or
                         {"bounds": []})
     search_module._bound_round(instance, found, None, found.bound_rounds + 1, progress=False)
@@ -389,8 +390,8 @@ def test_a_bound_that_finished_is_solved_again_only_when_its_code_has_changed(
 
 
 @pytest.mark.parametrize(("recorded", "revision", "runs"), [
-    (None, search_module.BOUNDS_REVISION, True), (0.5, search_module.BOUNDS_REVISION, True),
-    (1e6, search_module.BOUNDS_REVISION, False),
+    (None, found_module.BOUNDS_REVISION, True), (0.5, found_module.BOUNDS_REVISION, True),
+    (1e6, found_module.BOUNDS_REVISION, False),
     (1e6, None, True)])  # bounds an earlier revision found (before the key): a round anyway
 def test_a_continued_search_retries_a_timed_out_bound_only_with_more_time_or_new_bounds(
         certified, monkeypatch, recorded, revision, runs):
@@ -408,13 +409,13 @@ def test_a_continued_search_retries_a_timed_out_bound_only_with_more_time_or_new
     assert found.bound_budget == (recorded or 0.0)
     found.bounds["fluid"] = {"name": "fluid", "ns": 1, "status": "time-limit", "note": ""}
     calls = []
-    monkeypatch.setattr(search_module, "_call",
+    monkeypatch.setattr(search_module, "call",
                         lambda found, worker, task, deadline: calls.append(task) or
                         {"bounds": []})
     search_module._bound_round(instance, found, None, found.bound_rounds + 1, progress=False)
     assert bool(calls) is runs
     assert found.summary()["bounds_revision"] == (
-        search_module.BOUNDS_REVISION if runs or revision else 1)
+        found_module.BOUNDS_REVISION if runs or revision else 1)
     assert found.summary()["bound_budget_s"] == pytest.approx(
         max(recorded or 0.0, calls[0].args["time_budget_s"] if calls else 0.0), abs=1e-3)
 

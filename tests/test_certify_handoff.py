@@ -15,7 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import elk_opt
+from elk_opt.certification import found as found_module
 from elk_opt.certification import search as search_module
+from elk_opt.certification import slices as slices_module
 from elk_opt.certification.run import certify
 from elk_opt.certification.worker import Worker
 from elk_opt.errors import UsageError
@@ -136,14 +138,14 @@ def test_certify_hands_its_best_bound_to_cpsat_as_the_floor(monkeypatch):
 def _bound_rounds(monkeypatch) -> list[dict]:
     """The arguments of every bound round `certify` runs from now on."""
     rounds: list[dict] = []
-    real = search_module._call
+    real = search_module.call
 
     def spy(found, worker, task, deadline):
         if task.kind == "bounds":
             rounds.append(dict(task.args))
         return real(found, worker, task, deadline)
 
-    monkeypatch.setattr(search_module, "_call", spy)
+    monkeypatch.setattr(search_module, "call", spy)
     return rounds
 
 
@@ -166,14 +168,14 @@ def test_on_instances_cpsat_solves_whole_the_layer_windows_and_the_contiguous_mi
 def test_on_a_layer_cpsat_gets_the_floor_and_is_asked_to_run_the_contiguous_mip(monkeypatch):
     rounds = _bound_rounds(monkeypatch)
     asked: list[SolveOptions] = []
-    real = search_module._call
+    real = search_module.call
 
     def spy(found, worker, task, deadline):
         if task.kind == "solve" and task.args["method"] == "cpsat":
             asked.append(task.args["options"])
         return real(found, worker, task, deadline)
 
-    monkeypatch.setattr(search_module, "_call", spy)
+    monkeypatch.setattr(search_module, "call", spy)
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     # a budget that leaves CP-SAT its turn on a loaded machine too (it proves in about a
     # second, and the search stops there)
@@ -189,7 +191,7 @@ def test_on_a_layer_cpsat_gets_the_floor_and_is_asked_to_run_the_contiguous_mip(
 
 def test_a_contiguous_mip_cpsat_finished_is_listed_and_not_solved_again(monkeypatch):
     rounds: list[dict] = []
-    real = search_module._call
+    real = search_module.call
 
     def spy(found, worker, task, deadline):
         if task.kind == "bounds":
@@ -202,7 +204,7 @@ def test_a_contiguous_mip_cpsat_finished_is_listed_and_not_solved_again(monkeypa
                                                 lower_bound_ns=1, params=params))
         return real(found, worker, task, deadline)
 
-    monkeypatch.setattr(search_module, "_call", spy)
+    monkeypatch.setattr(search_module, "call", spy)
     monkeypatch.setattr(search_module, "POLISH_SHARE", 0.0)  # polish does not run
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     with Worker() as worker:
@@ -217,7 +219,7 @@ def test_a_contiguous_mip_cpsat_finished_is_listed_and_not_solved_again(monkeypa
     (40, None, False)])
 def test_cpsat_runs_the_contiguous_mip_on_small_instances_until_a_bound_round_did(
         ops, status, leaves):
-    found = search_module.Found(timing="shared-noc", time_limit_s=60, threads=1)
+    found = found_module.Found(timing="shared-noc", time_limit_s=60, threads=1)
     if status is not None:
         found.bounds["fluid-contiguous"] = {"name": "fluid-contiguous", "ns": 1,
                                             "status": status}
@@ -227,7 +229,7 @@ def test_cpsat_runs_the_contiguous_mip_on_small_instances_until_a_bound_round_di
 
 def test_above_what_cpsat_solves_whole_the_first_round_has_the_layer_windows(monkeypatch):
     rounds = _bound_rounds(monkeypatch)
-    monkeypatch.setattr(search_module, "CPSAT_MAX_OPS", 4)
+    monkeypatch.setattr(found_module, "CPSAT_MAX_OPS", 4)
     instance = synthetic_instance(ops=9, plans=3, seed=2, tightness=0.8)
     with Worker() as worker:
         certify(instance, time_limit_s=6, threads=1, worker=worker)
@@ -251,19 +253,19 @@ def test_a_polish_phase_record_says_what_its_moves_did():
 def test_above_what_cpsat_solves_whole_a_slice_is_solved_once_and_tiled(monkeypatch):
     # seven identical layers: Elk-Full's plans of the first few and CP-SAT's of one slice,
     # tiled onto all seven, beat Basic's plan of the whole and verify
-    monkeypatch.setattr(search_module, "CPSAT_MAX_OPS", 30)
+    monkeypatch.setattr(found_module, "CPSAT_MAX_OPS", 30)
     # a share no loaded machine spends on Elk-Full's slices (well under a second each), and
     # CP-SAT ended by a deterministic work limit, not by the share
-    monkeypatch.setattr(search_module, "SLICE_SHARE", 0.5)
+    monkeypatch.setattr(slices_module, "SLICE_SHARE", 0.5)
     instance = synthetic_instance(ops=84, plans=3, seed=5, tightness=0.6)
-    found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1)
+    found = found_module.Found(timing="shared-noc", time_limit_s=600, threads=1)
     basic = solve(instance, "basic", SolveOptions(timing="shared-noc"))
-    search_module.offer_plan(found, basic)
+    found_module.offer_plan(found, basic)
     with Worker() as worker:
         worker.start()
         options = SolveOptions(timing="shared-noc", threads=1, work_limit=0.1)
-        assert search_module._slice_phase(instance, found, options, worker, False)
-        assert not search_module._slice_phase(instance, found, options, worker, False)
+        assert slices_module.slice_phase(instance, found, options, worker, False)
+        assert not slices_module.slice_phase(instance, found, options, worker, False)
     best = found.best
     assert best.claims.method == "tiled" and best.claims.params["slice_layers"] in (3, 4, 5, 6)
     assert best.claims.makespan_ns < basic.claims.makespan_ns
@@ -290,9 +292,9 @@ def test_a_later_bound_round_runs_only_with_more_time_or_for_what_was_deferred(
         calls.append(task.args["time_budget_s"])
         return {"bounds": []}
 
-    monkeypatch.setattr(search_module, "_call", fake)
-    found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
-                                bound_budget=budget_before, deferred=deferred)
+    monkeypatch.setattr(search_module, "call", fake)
+    found = found_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
+                               bound_budget=budget_before, deferred=deferred)
     found.bounds["fluid"] = {"name": "fluid", "ns": 1, "status": "time-limit", "note": ""}
     instance = synthetic_instance(ops=9, plans=2, seed=0)
     search_module._bound_round(instance, found, None, 2, progress=False)
@@ -302,50 +304,50 @@ def test_a_later_bound_round_runs_only_with_more_time_or_for_what_was_deferred(
 
 
 def test_elk_full_reschedules_the_best_plans_pairs_once_per_best_plan(monkeypatch):
-    monkeypatch.setattr(search_module, "CPSAT_MAX_OPS", 20)  # CP-SAT would take it whole
+    monkeypatch.setattr(found_module, "CPSAT_MAX_OPS", 20)  # CP-SAT would take it whole
     instance = synthetic_instance(ops=24, plans=3, seed=1, tightness=0.6)
     basic = solve(instance, "basic", SHARED)
-    held = search_module.held_to_pairs(instance, basic)
+    held = slices_module.held_to_pairs(instance, basic)
     assert all(len(op.exec_plans) == len(op.preload_plans) == len(op.warmup) == 1
                for op in held.ops)
-    found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1)
-    search_module.offer_plan(found, basic)
+    found = found_module.Found(timing="shared-noc", time_limit_s=600, threads=1)
+    found_module.offer_plan(found, basic)
     with Worker() as worker:
         worker.start()
         options = SolveOptions(timing="shared-noc", threads=1)
-        assert search_module._elk_full_at_best_pairs(instance, found, options, worker, False)
+        assert slices_module.elk_full_at_best_pairs(instance, found, options, worker, False)
         again = found.best  # an Elk-Full plan: nothing to hold to
-        assert not search_module._elk_full_at_best_pairs(instance, found, options, worker,
-                                                         False)
+        assert not slices_module.elk_full_at_best_pairs(instance, found, options, worker,
+                                                        False)
     assert again.claims.method == "elk-full" and again.choice == basic.choice
     assert again.claims.makespan_ns < basic.claims.makespan_ns  # Basic preloads only the next op
     assert again.claims.makespan_ns == solve(held, "elk-full", SHARED).claims.makespan_ns
     assert check(plan_to_dict(again)).valid
-    assert [p["phase"] for p in found.phases] == [search_module.HELD_PAIRS]
+    assert [p["phase"] for p in found.phases] == [slices_module.HELD_PAIRS]
 
 
 def test_the_pairs_descent_runs_again_once_from_a_later_best_plan(monkeypatch):
     # seven identical layers: the slice phase ran before (here: in a certificate this search
     # continues), so the descent runs once more, from the best plan's pairs, and only once
-    monkeypatch.setattr(search_module, "CPSAT_MAX_OPS", 30)
+    monkeypatch.setattr(found_module, "CPSAT_MAX_OPS", 30)
     instance = synthetic_instance(ops=84, plans=3, seed=5, tightness=0.6)
     basic = solve(instance, "basic", SolveOptions(timing="shared-noc"))
     options = SolveOptions(timing="shared-noc", threads=1)
     with Worker() as worker:
         worker.start()
-        fresh = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1)
-        search_module.offer_plan(fresh, basic)
+        fresh = found_module.Found(timing="shared-noc", time_limit_s=600, threads=1)
+        found_module.offer_plan(fresh, basic)
         # before any slice phase: that phase runs the descent itself
-        assert not search_module._pairs_from_best(instance, fresh, options, worker, False)
-        found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
-                                    sliced=True)
-        search_module.offer_plan(found, basic)
-        gained = search_module._pairs_from_best(instance, found, options, worker, False)
-        assert not search_module._pairs_from_best(instance, found, options, worker, False)
+        assert not slices_module.pairs_from_best(instance, fresh, options, worker, False)
+        found = found_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
+                                   sliced=True)
+        found_module.offer_plan(found, basic)
+        gained = slices_module.pairs_from_best(instance, found, options, worker, False)
+        assert not slices_module.pairs_from_best(instance, found, options, worker, False)
     assert fresh.phases == []
-    assert [p["phase"] for p in found.phases] == [search_module.PAIRS]
-    assert found.phases[0]["outcome"].startswith(f"{search_module.PAIRS_AGAIN_LAYERS} layers")
-    assert found.started_from[search_module.PAIRS] is basic
+    assert [p["phase"] for p in found.phases] == [slices_module.PAIRS]
+    assert found.phases[0]["outcome"].startswith(f"{slices_module.PAIRS_AGAIN_LAYERS} layers")
+    assert found.started_from[slices_module.PAIRS] is basic
     best = found.best
     assert gained == (best is not basic)
     assert best.claims.makespan_ns <= basic.claims.makespan_ns
@@ -353,22 +355,22 @@ def test_the_pairs_descent_runs_again_once_from_a_later_best_plan(monkeypatch):
 
 
 @pytest.mark.parametrize(("revision", "kept"), [
-    (search_module.BOUNDS_REVISION, 100),  # this revision's bound: the higher one stays
-    (search_module.BOUNDS_REVISION - 1, 98),  # an earlier one's: what --check recomputes
+    (found_module.BOUNDS_REVISION, 100),  # this revision's bound: the higher one stays
+    (found_module.BOUNDS_REVISION - 1, 98),  # an earlier one's: what --check recomputes
 ])
 def test_a_bound_round_after_a_revision_keeps_this_revisions_value(monkeypatch, revision,
                                                                    kept):
     row = {"bound": "fluid", "ns": 98, "status": "complete", "wall_s": 1.0,
            "order": "instance", "timings": "shared-noc", "params": {}, "note": ""}
-    monkeypatch.setattr(search_module, "_call", lambda *_args: {"bounds": [row]})
-    found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
-                                bounds_revision=revision, deferred=True)
+    monkeypatch.setattr(search_module, "call", lambda *_args: {"bounds": [row]})
+    found = found_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
+                               bounds_revision=revision, deferred=True)
     found.bounds["fluid"] = {"name": "fluid", "ns": 100, "status": "complete", "note": "",
                              "exec_order": "instance"}
     instance = synthetic_instance(ops=9, plans=2, seed=0)
     search_module._bound_round(instance, found, None, 2, progress=False)
     assert found.bounds["fluid"]["ns"] == kept
-    assert found.bounds_revision == search_module.BOUNDS_REVISION
+    assert found.bounds_revision == found_module.BOUNDS_REVISION
 
 
 # fluid-contiguous is 16 ns here, fluid-whole-ns 17, the optimum (tests/test_bounds.py)
@@ -380,9 +382,9 @@ def _within_reach(whole_ns: dict | None = None):
     and the fluid-whole-ns entry given, if any."""
     instance = port_instance(WHOLE_NS)
     plan = solve(instance, "basic", SolveOptions(timing="shared-noc"))
-    found = search_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
-                                bound_budget=1000.0)
-    search_module.offer_plan(found, plan)
+    found = found_module.Found(timing="shared-noc", time_limit_s=600, threads=1,
+                               bound_budget=1000.0)
+    found_module.offer_plan(found, plan)
     makespan = plan.claims.makespan_ns
     found.bounds["fluid-contiguous"] = {"name": "fluid-contiguous", "ns": makespan - 1,
                                         "status": "complete", "wall_s": 0.5, "note": "",
@@ -407,7 +409,7 @@ def test_a_bound_round_runs_the_whole_ns_mip_once_the_plan_is_within_its_reach(
         calls.append(task.args)
         return {"bounds": []}
 
-    monkeypatch.setattr(search_module, "_call", fake)
+    monkeypatch.setattr(search_module, "call", fake)
     monkeypatch.setattr(search_module, "_bounds_could_grow", lambda found: False)
     # nothing else could grow and the round has no more time than one before had: a round
     # runs only for a whole-ns MIP not tried yet
@@ -435,7 +437,7 @@ def test_polish_waits_for_the_bound_round_while_the_whole_ns_mip_may_prove_the_p
         asked.append(task.args["method"])
         return task.args["options"].warm_plan
 
-    monkeypatch.setattr(search_module, "_call", fake)
+    monkeypatch.setattr(search_module, "call", fake)
     instance, found, _ = _within_reach()
     options = SolveOptions(timing="shared-noc", threads=1)
     search_module._plan_round(instance, found, options, None, progress=False)

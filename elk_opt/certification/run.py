@@ -34,15 +34,8 @@ from typing import Any
 
 from elk_opt.certification.certificate import build, exec_order
 from elk_opt.certification.check import check
-from elk_opt.certification.search import (
-    HEURISTICS,
-    SLICES,
-    Found,
-    defers,
-    offer_bound,
-    offer_plan,
-    search,
-)
+from elk_opt.certification.found import SLICES, Found, offer_bound, offer_plan
+from elk_opt.certification.search import HEURISTICS, defers, search
 from elk_opt.certification.worker import Worker
 from elk_opt.errors import InputError, UsageError
 from elk_opt.evaluate import evaluate
