@@ -30,9 +30,10 @@ from pathlib import Path
 
 from elk_opt.api import certify, solve
 from elk_opt.certification.certificate import read_plan_or_certificate
+from elk_opt.files import save_json
 from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.frontend.zoo import model_instance
-from elk_opt.io import read_json, save_json, save_plan
+from elk_opt.io import read_json, save_plan
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.paper import BATCHES, KV_LENS, MODELS

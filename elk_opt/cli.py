@@ -24,7 +24,7 @@ from typing import NoReturn
 from elk_opt import interrupts
 from elk_opt.commands.flags import check_outputs
 from elk_opt.errors import InputError, UsageError
-from elk_opt.io import STDOUT, data_on_stdout
+from elk_opt.files import STDOUT, data_on_stdout
 
 COMMAND_MODULES = (
     "instance",

@@ -47,7 +47,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from elk_opt.errors import InputError, UsageError
-from elk_opt.io import _Reader, chip_from_dict, chip_to_dict, read_json, save_json
+from elk_opt.files import save_json
+from elk_opt.io import _Reader, chip_from_dict, chip_to_dict, read_json
 from elk_opt.problem import ABSENT_TIMING, TIMINGS, Chip, Choice, Instr, Plan, Timing
 
 DEVICE_FORMAT = "elk-device-program/1"

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from elk_opt.errors import UsageError
-from elk_opt.io import instance_to_dict, save_json, write_atomic
+from elk_opt.files import save_json, write_atomic
+from elk_opt.io import instance_to_dict
 from elk_opt.problem import Instance
 from elk_opt.solution import SolveOptions
 

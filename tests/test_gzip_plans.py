@@ -9,7 +9,7 @@ import json
 import pytest
 from hypothesis import given, settings
 
-import elk_opt
+import elk_opt.files
 import verify.cli
 from elk_opt.cli import main
 from elk_opt.errors import InputError
@@ -78,7 +78,7 @@ def test_a_gzip_bomb_is_refused(tmp_path, monkeypatch, capsys):
     path = tmp_path / "big.plan.json.gz"
     path.write_bytes(gzip.compress(b" " * 5000 + b"{}"))
     monkeypatch.setattr(verify.cli, "MAX_GUNZIPPED_BYTES", 4096)
-    monkeypatch.setattr(elk_opt.io, "MAX_GUNZIPPED_BYTES", 4096)
+    monkeypatch.setattr(elk_opt.files, "MAX_GUNZIPPED_BYTES", 4096)
     assert main(["verify", str(path)]) == 2
     assert "decompresses to more than 4,096 B" in capsys.readouterr().err
     with pytest.raises(InputError, match="decompresses to more than 4,096 B"):

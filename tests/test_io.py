@@ -87,7 +87,7 @@ def test_save_is_atomic_and_leaves_nothing_behind_on_failure(tmp_path):
 
 
 def test_a_failed_write_leaves_no_file(tmp_path):
-    from elk_opt.io import save_json
+    from elk_opt.files import save_json
 
     with pytest.raises(TypeError):
         save_json(tmp_path / "out.json", {"ok": 1, "bad": object()})
@@ -97,7 +97,7 @@ def test_a_failed_write_leaves_no_file(tmp_path):
 def test_written_files_get_the_usual_permissions(tmp_path):
     import os
 
-    from elk_opt.io import save_json
+    from elk_opt.files import save_json
 
     umask = os.umask(0o022)
     try:

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from elk_opt.errors import InputError
+from elk_opt.files import check_writable, write_atomic
 from elk_opt.interrupts import Terminated
-from elk_opt.io import check_writable, write_atomic
 
 
 def _dead_pid() -> int:
@@ -57,7 +57,7 @@ def test_sigterm_during_a_write_removes_the_temporary(tmp_path):
     script = textwrap.dedent(f"""
         import sys, time
         from elk_opt import interrupts
-        from elk_opt.io import write_atomic
+        from elk_opt.files import write_atomic
         interrupts.install()
 
         def slow(f):
@@ -270,7 +270,7 @@ def test_stdout_on_a_full_device_is_one_line_and_exit_2(tmp_path, argv):
 
 @ROOT_ONLY
 def test_an_endless_input_is_read_up_to_its_cap(tmp_path):
-    from elk_opt.io import read_bytes
+    from elk_opt.files import read_bytes
 
     zero = _device(tmp_path, "zero", 5)
     with pytest.raises(InputError, match="larger than 1,048,576 bytes"):

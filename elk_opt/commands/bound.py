@@ -21,7 +21,8 @@ from elk_opt.commands.flags import (
     positive_float,
     thread_count,
 )
-from elk_opt.io import load_instance, save_json
+from elk_opt.files import save_json
+from elk_opt.io import load_instance
 
 
 def register(sub: argparse._SubParsersAction) -> None:

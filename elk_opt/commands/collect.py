@@ -9,7 +9,7 @@ import argparse
 import time
 
 from elk_opt.commands.flags import output_file
-from elk_opt.io import save_json
+from elk_opt.files import save_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -24,7 +24,8 @@ from elk_opt.commands.flags import (
 )
 from elk_opt.comparison import compare_plans
 from elk_opt.errors import UsageError
-from elk_opt.io import ensure_dir, load_instance, save_json
+from elk_opt.files import ensure_dir, save_json
+from elk_opt.io import load_instance
 from elk_opt.methods import METHODS, heuristics
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.plans import keep, packed

@@ -19,9 +19,10 @@ from typing import TYPE_CHECKING
 from elk_opt.bounds.ideal import ideal_bound
 from elk_opt.commands.flags import add_timing, output_dir
 from elk_opt.evaluate import evaluate
+from elk_opt.files import ensure_dir, write_atomic
 from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.interrupts import sigint_restored
-from elk_opt.io import ensure_dir, plan_to_dict, save_instance, save_plan, write_atomic
+from elk_opt.io import plan_to_dict, save_instance, save_plan
 from elk_opt.methods import METHODS, heuristics, solve
 from elk_opt.problem import TIMINGS, Instance, Plan, Timing
 from elk_opt.progress import ticking

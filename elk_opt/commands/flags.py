@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from elk_opt.errors import InputError, UsageError
-from elk_opt.io import STDOUT, check_writable
+from elk_opt.files import STDOUT, check_writable
 from elk_opt.problem import DEFAULT_TIMING, EXEC_ORDERS, TIMINGS
 
 

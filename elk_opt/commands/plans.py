@@ -12,7 +12,8 @@ import difflib
 
 from elk_opt.commands.flags import output_file
 from elk_opt.errors import UsageError
-from elk_opt.io import load_instance, write_atomic
+from elk_opt.files import write_atomic
+from elk_opt.io import load_instance
 from elk_opt.problem import Instance, Op
 
 LISTED = 10  # op names shown when --op names none

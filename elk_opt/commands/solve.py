@@ -21,8 +21,9 @@ from elk_opt.commands.flags import (
     unit_fraction,
 )
 from elk_opt.errors import UsageError
+from elk_opt.files import STDOUT
 from elk_opt.interrupts import sigint_stops, stop_requested
-from elk_opt.io import STDOUT, load_instance, save_plan
+from elk_opt.io import load_instance, save_plan
 from elk_opt.methods import METHODS, solve, with_exec_order, with_warm_plan
 from elk_opt.problem import Claims, Instance
 from elk_opt.solution import SolveOptions, warm_start_from

@@ -19,8 +19,8 @@ from elk_opt.commands.flags import (
     positive_int,
 )
 from elk_opt.errors import UsageError
+from elk_opt.files import ensure_dir, write_atomic
 from elk_opt.interrupts import Terminated
-from elk_opt.io import ensure_dir, write_atomic
 from elk_opt.progress import report_progress
 from elk_opt.studies.executors import EXECUTORS, run_all
 from elk_opt.studies.plans import PLANS_DIR, Outcome, keep

@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 from elk_opt.errors import InputError, UsageError
-from elk_opt.io import _Reader, chip_from_dict, read_bytes
+from elk_opt.files import read_bytes
+from elk_opt.io import _Reader, chip_from_dict
 from elk_opt.problem import Chip
 
 DEFAULT_CHIP = "ipu-pod4-hbm3e"

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from elk_opt.errors import InputError
-from elk_opt.io import read_bytes
+from elk_opt.files import read_bytes
 
 if TYPE_CHECKING:  # onnx takes seconds to import: only the functions that read a model load it
     import onnx

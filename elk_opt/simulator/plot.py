@@ -23,7 +23,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 
-from elk_opt.io import write_atomic  # noqa: E402
+from elk_opt.files import write_atomic  # noqa: E402
 from elk_opt.problem import Chip  # noqa: E402
 from elk_opt.simulator.metrics import OpTimes, SimResult  # noqa: E402
 

@@ -20,14 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from elk_opt.errors import InputError
-from elk_opt.io import (
-    ensure_dir,
-    instance_to_dict,
-    load_instance,
-    read_json,
-    save_instance,
-    save_json,
-)
+from elk_opt.files import ensure_dir, save_json
+from elk_opt.io import instance_to_dict, load_instance, read_json, save_instance
 from elk_opt.methods import METHODS, heuristics, solve
 from elk_opt.problem import TIMINGS, Timing
 from elk_opt.solution import SolveOptions

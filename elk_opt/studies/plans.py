@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Generic, TypeVar
 
-from elk_opt.io import ensure_dir, plan_to_dict, write_atomic
+from elk_opt.files import ensure_dir, write_atomic
+from elk_opt.io import plan_to_dict
 from elk_opt.problem import Plan
 
 PLANS_DIR = "plans"

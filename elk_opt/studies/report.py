@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from elk_opt.io import write_atomic
+from elk_opt.files import write_atomic
 from elk_opt.studies.gap import Cell, Row, conflicts, with_gaps
 
 TIMING_NAMES = {"shared-noc": "shared-noc (docs/spec.md section 5b)",

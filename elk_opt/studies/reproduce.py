@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from elk_opt.errors import UsageError
-from elk_opt.io import plan_to_dict, save_json
+from elk_opt.files import save_json
+from elk_opt.io import plan_to_dict
 from elk_opt.methods import METHODS, solve, solving_in, with_exec_order
 from elk_opt.problem import ExecOrder, Instance, Plan, Timing
 from elk_opt.progress import report_progress, say

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from elk_opt.io import write_atomic
+from elk_opt.files import write_atomic
 from elk_opt.studies import paper
 from elk_opt.studies.reproduce import Cell
 from elk_opt.studies.reproduce_report import (

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from elk_opt.io import write_atomic
+from elk_opt.files import write_atomic
 from elk_opt.studies import gap, paper
 from elk_opt.studies.reproduce import IDEAL, SETTINGS, Cell
 

@@ -42,10 +42,6 @@ class CostModel(Protocol):
     def sync_ns(self) -> float: ...
 
 
-def cost_model_names() -> list[str]:
-    return ["analytic", "elk-paper", "table:PATH"]
-
-
 def get_cost_model(spec: str, chip: Chip) -> CostModel:
     from elk_opt.frontend.cost.analytic import AnalyticModel
 
