@@ -5,8 +5,9 @@ share of the time limit): its bound holds under 5b, since sharing only slows, an
 a 5b start; so is the warm start. The 5b model is bounded above by the better start's own 5b
 makespan, and makespan caps are probed up from the lower bound (`cpsat_probe`). Only when the
 probes find no plan are the starts re-timed by the 5b model with their pairs, issue slots and
-load order kept (a small problem, but seconds on a layer: the calibration layer's proof took
-1.3 s longer when it came first), and the open search is hinted with the better one. The
+load order kept (`cpsat_starts`: a small problem, but seconds on a layer; the calibration
+layer's proof took 1.3 s longer when it came first), and the open search is hinted with the
+better one. The
 plan carries the model's start times as release times, only those that bind; its replay is
 checked against the model. On a decoder layer or less, half the time left after the floor
 is kept back: when the search proves nothing, the fluid MIP with loads run whole
@@ -28,31 +29,26 @@ from elk_opt.errors import UsageError
 from elk_opt.evaluate import evaluate
 from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Plan
-from elk_opt.reorder import reorder, restore
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.anneal import annealed_plan
 from formulations.common import (
     Restrictions,
-    Warm,
     ceil_integer,
     claimed_bound,
     decode,
     fallback,
-    feasible_pairs,
-    hint_index,
     remaining,
-    warm_decisions,
 )
 from formulations.cpsat_model import (
     CpsatModel,
     add_hint,
     build,
     read_times,
-    shared_plan,
     solver_for,
 )
 from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
+from formulations.cpsat_starts import as_is, retimed_start, usable_start
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
 from formulations.fluid_floor import (
     LoadsRunWhole,
@@ -79,7 +75,7 @@ class Prepared:
     best: Plan | None = None  # under 5b: the better start (the hint, once `_retime_starts` ran)
     warm: Plan | None = None  # under 5b: the warm start (re-timed by `_retime_starts`)
     upper: int | None = None  # under 5b: the start plan's makespan, bounding the model
-    retimed: bool = False  # under 5b: whether `best` is a start re-timed (`_retimed`)
+    retimed: bool = False  # under 5b: whether `best` is a start re-timed (`retimed_start`)
 
     @property
     def solver_parameters(self) -> str:
@@ -230,84 +226,6 @@ def _section5(instance: Instance, options: SolveOptions, restrict: Restrictions,
     return Section5(ceil_integer(solver.best_objective_bound), plan)
 
 
-RETIME_SHARE = 0.1  # of what is left, to re-time each start plan under 5b
-
-
-def _retimed(instance: Instance, restrict: Restrictions, plan: Plan | None,
-             options: SolveOptions, started: float, deadline: Deadline) -> Plan | None:
-    """The plan's best 5b timing with its pairs, issue slots and HBM order kept.
-
-    A start plan made for section 5 (or by a heuristic) often lets loads run beside
-    port-heavy executes; the 5b model with its discrete decisions fixed finds the releases
-    that avoid that, quickly (only times are free); when nothing better is found in time, the
-    plan's own 5b timing. None if the plan does not execute in the instance's order (in free
-    order: in one the dependencies allow), or breaks R5 or the restrictions.
-    """
-    warm = _usable(instance, restrict, plan, options)
-    if warm is None:
-        return None
-    assert plan is not None
-    if list(warm.order) != list(range(len(instance.ops))):
-        return _retimed_in_order(instance, plan, warm.order, options, started, deadline)
-    pairs = feasible_pairs(instance, "shared-noc")
-    fixed = {j: (hint_index(instance, j, c, pairs[j], "shared-noc"), warm.slot[j])
-             for j, c in enumerate(warm.choice)}
-    chain = sorted((j for j in fixed if pairs[j][fixed[j][0]].load_ns),
-                   key=lambda j: (warm.schedule.load_start[j], j))
-    cm = build(instance, restrict, fixed=fixed, pairs=pairs, chain=chain, timing="shared-noc",
-               upper=warm.schedule.makespan_ns, deadline=deadline)
-    add_hint(cm, instance, plan)
-    left = remaining(options.time_limit_s, started)
-    solver = solver_for(replace(options, verbose=False, gap=None),
-                        None if left is None else RETIME_SHARE * left, "shared-noc")
-    status = run_cpsat(solver, cm.model)
-    if status == cp_model.INFEASIBLE:
-        return None  # its own schedule is a solution unless its decisions break a restriction
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        # no better timing in time: the plan as it is still starts (and bounds) the search
-        return _as_is(instance, plan, started)
-    return shared_plan(instance, cm, solver, "cpsat", started)
-
-
-def _usable(instance: Instance, restrict: Restrictions, plan: Plan | None,
-            options: SolveOptions) -> Warm | None:
-    """The plan's decisions if it can start the 5b model: it executes in the instance's
-    order (in free order: in one the dependencies allow) and obeys R5 and the window (the
-    other restrictions only the restricted model checks)."""
-    warm = warm_decisions(instance, plan, "shared-noc", free=_free(options))
-    if warm is None or warm.schedule.peak_sram_bytes > instance.chip.sram_bytes:
-        return None
-    if any(warm.slot[j] < restrict.slot_low(j) for j in range(len(instance.ops))):
-        return None
-    return warm
-
-
-def _as_is(instance: Instance, plan: Plan, started: float) -> Plan:
-    """The plan with its own 5b timing, as a start of the 5b model."""
-    return make_plan(instance, plan.choice, plan.program, method="cpsat", started=started,
-                     timing="shared-noc", release_ns=plan.release_ns)
-
-
-def _retimed_in_order(instance: Instance, plan: Plan, order: tuple[int, ...],
-                      options: SolveOptions, started: float, deadline: Deadline) -> Plan | None:
-    """`_retimed` for a plan in another execution order: re-timed as an instance-order plan
-    of the instance renumbered into that order (`formulations.reorder`), then mapped back."""
-    inverse = [0] * len(order)
-    for k, op in enumerate(order):
-        inverse[op] = k
-    permuted = reorder(instance, order)
-    choice, program, release = restore(inverse, plan.choice, plan.program, plan.release_ns)
-    local = make_plan(permuted, choice, program, method="cpsat", started=started,
-                      timing="shared-noc", release_ns=release)
-    done = _retimed(permuted, Restrictions(), local, replace(options, exec_order="instance"),
-                    started, deadline)
-    if done is None:
-        return None
-    choice, program, release = restore(order, done.choice, done.program, done.release_ns)
-    return make_plan(instance, choice, program, method="cpsat", started=started,
-                     timing="shared-noc", release_ns=release)
-
-
 class _Cut(Exception):
     """Under 5b the deadline (or a SIGINT) came after the section-5 solve: what it found, or
     the warm start, is the answer."""
@@ -340,8 +258,8 @@ def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restric
     are, without restrictions (not yet hinted: `_retime_starts`)."""
     five = _section5(instance, options, restrict, started, deadline)
     # under restrictions only the restricted re-timing tells whether a start obeys them all
-    own, warm = (_as_is(instance, p, started)
-                 if restrict == Restrictions() and _usable(instance, restrict, p, options)
+    own, warm = (as_is(instance, p, started)
+                 if restrict == Restrictions() and usable_start(instance, restrict, p, options)
                  else None for p in (five.plan, options.warm_plan))
     starts = [p for p in (own, warm) if p is not None]
     best = min(starts, key=lambda p: p.claims.makespan_ns) if starts else None
@@ -370,14 +288,14 @@ def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restric
 
 def _retime_starts(instance: Instance, restrict: Restrictions, ready: Prepared,
                    started: float, deadline: Deadline) -> Prepared:
-    """The prepared 5b model hinted with the better start re-timed (`_retimed`) and bounded
+    """The prepared 5b model hinted with the better start re-timed (`retimed_start`) and bounded
     by it; when the deadline passes first, hinted with the better start as it is."""
     five, options = ready.five, ready.options
     assert five is not None
     own = warm = None
     try:
-        own = _retimed(instance, restrict, five.plan, options, started, deadline)
-        warm = _retimed(instance, restrict, options.warm_plan, options, started, deadline)
+        own = retimed_start(instance, restrict, five.plan, options, started, deadline)
+        warm = retimed_start(instance, restrict, options.warm_plan, options, started, deadline)
     except OutOfTime:
         pass
     # a re-timing is never worse than its plan as it is; the first of equals is kept

@@ -117,7 +117,7 @@ def test_cpsat_whose_retiming_runs_out_searches_from_the_starts_as_they_are(monk
     instance = synthetic_instance(ops=12, plans=3, seed=2, tightness=0.6)
     warm = solve(instance, "basic", SolveOptions(timing="shared-noc"))
     monkeypatch.setattr(cpsat, "probe", nothing_found)
-    monkeypatch.setattr(cpsat, "_retimed", cut)
+    monkeypatch.setattr(cpsat, "retimed_start", cut)
     plan = cpsat.solve(instance, SolveOptions(threads=1, timing="shared-noc", time_limit_s=20,
                                               warm_start="basic", warm_plan=warm))
     assert calls
