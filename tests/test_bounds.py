@@ -510,7 +510,8 @@ def test_the_bounds_sharpest_at_the_last_ns_stay_below_the_best_known_plans(name
     """The tiny instances above check every bound against exhaustive optima; these check the
     MIPs where they are sharpest, a ns or two under plans of real decoder layers (class
     rounding, dozens of events per layer), where a bound that claims a ns too many shows.
-    A rounding per phase instead of per interval, tried once, claimed 229,802 here."""
+    Rounding up the execute's part of each interval and the loads' part apart, tried once,
+    claimed 229,802 here (BENCHMARKS.md, "Whole ns per part of an interval: not a bound")."""
     plan = load_plan(Path(__file__).parent / "data" / name)
     assert verify_plan(plan)["valid"] and plan.claims.makespan_ns == makespan
     instance = plan.instance
