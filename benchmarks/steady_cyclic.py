@@ -103,6 +103,11 @@ def block_of(plan: Plan, first_layer: int, layers: int) -> Block:
     return ops, own, start, stop
 
 
+def least_period(ops: list[SpacedCost]) -> int:
+    """No period is shorter than the block's executes, or its loads, end to end."""
+    return max(sum(o.run for o in ops), sum(o.load for o in ops))
+
+
 def solve_cycle(ops: list[SpacedCost], sram: int, ahead: int, limit_s: float, threads: int,
                 hint: Cycle, order: list[tuple[int, int]] | None, cap: int | None = None,
                 worker: str | None = None) -> tuple[str, Cycle | None, int]:
@@ -111,7 +116,7 @@ def solve_cycle(ops: list[SpacedCost], sram: int, ahead: int, limit_s: float, th
     `worker`: the one CP-SAT subsolver to run (e.g. `max_lp`)."""
     m, md = len(ops), cp_model.CpModel()
     top = hint.period if cap is None else cap  # no worse period is of interest
-    pi = md.NewIntVar(max(sum(o.run for o in ops), sum(o.load for o in ops)), top, "PI")
+    pi = md.NewIntVar(least_period(ops), top, "PI")
     far = (2 * ahead + 4) * top
     s = [md.NewIntVar(0, top, f"S{i}") for i in range(m)]
     c = [md.NewIntVar(0, top, f"C{i}") for i in range(m)]
@@ -322,7 +327,7 @@ def main() -> None:
         order = _order(args.order, own, args.ahead) if args.order else None
         if not args.sram_scale > 0:
             raise ValueError(f"--sram-scale must be > 0, got {args.sram_scale}")
-        least = max(sum(o.run for o in ops), sum(o.load for o in ops))
+        least = least_period(ops)
         if args.cap is not None and args.cap < least:
             raise ValueError(f"--cap must be at least the block's least period, {least:,} ns "
                              f"(its executes or its loads end to end), got {args.cap}")
