@@ -25,7 +25,8 @@ from elk_opt.bounds.fluid_milp import fluid_milp_bound
 from elk_opt.bounds.fluid_sram import fluid_sram_bound
 from elk_opt.bounds.ideal import allowed_pairs, ideal_bound, least_tail
 from elk_opt.bounds.layers import layer_bound, layer_windows
-from elk_opt.bounds.run_all import lower_bounds, recompute
+from elk_opt.bounds.recompute import recompute
+from elk_opt.bounds.run_all import lower_bounds
 from elk_opt.bounds.split import fluid_split_bound, split_band
 from elk_opt.bounds.window import window_instance
 from elk_opt.cli import main

@@ -25,14 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import elk_opt
-from elk_opt.bounds.run_all import (
-    BUDGET_SPENT,
-    MIN_SOLVER_S,
-    _capped,
-    _Limits,
-    lower_bounds,
-    recompute,
-)
+from elk_opt.bounds.recompute import recompute
+from elk_opt.bounds.rows import MIN_SOLVER_S, Limits
+from elk_opt.bounds.run_all import BUDGET_SPENT, _capped, lower_bounds
 from elk_opt.bounds.window import window_key
 from elk_opt.certification import found as found_module
 from elk_opt.certification import search as search_module
@@ -744,7 +739,7 @@ def test_a_free_order_plan_is_certified_with_bounds_for_every_order(worker):
 
 def test_a_budget_is_split_over_distinct_windows_only():
     instance = elk_opt.synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)  # 3 layers
-    lim = _Limits("shared-noc", 2000, 120.0, 0, 0, 0, 0, 12, 30.0, 1, 30.0, 0, 120.0, 1, False)
+    lim = Limits("shared-noc", 2000, 120.0, 0, 0, 0, 0, 12, 30.0, 1, 30.0, 0, 120.0, 1, False)
     capped = _capped(lim, 6.0, instance)
     # 3 windows of 12 ops and 3 layers, 2 of each distinct (the first, then the repeated one)
     assert capped.window_time_s == 3.0

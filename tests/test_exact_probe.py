@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ortools.sat.python import cp_model
 
-from elk_opt.bounds.run_all import recompute
+from elk_opt.bounds.recompute import recompute
 from elk_opt.certification.certificate import cpsat_contiguous_entry, cpsat_whole_ns_entry
 from elk_opt.errors import UsageError
 from elk_opt.frontend.synthetic import synthetic_instance

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import elk_opt
-from elk_opt.bounds.run_all import recompute
+from elk_opt.bounds.recompute import recompute
 from elk_opt.evaluate import evaluate
 from elk_opt.noc import exec_use, load_use
 

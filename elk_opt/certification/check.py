@@ -3,7 +3,7 @@
 The plan goes to the independent checker (`verify`), its analytic makespan is recomputed, the
 bound and gap are recomputed from the listed bounds, every bound must hold for the
 certificate's timing and cover the plan's execution order, and every bound that took at most
-`max_recompute_s` to find is computed again from its `params` (`run_all.recompute`): a value
+`max_recompute_s` to find is computed again from its `params` (`elk_opt.bounds.recompute`): a value
 below the recorded one is a problem (one found under a time limit may come out higher on a
 faster machine; that is fine). A bound found under a time limit (status `time-limit`) that
 comes out lower even with RETRY_TIME_FACTOR times its time, on a machine busier than the
@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from elk_opt.bounds.run_all import recompute
+from elk_opt.bounds.recompute import recompute
 from elk_opt.certification.certificate import FORMAT, SOLVER_STATUS, covers, exec_order, gap
 from elk_opt.errors import InputError, UsageError
 from elk_opt.evaluate import evaluate

@@ -34,7 +34,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds, whole_ns_cap
+from elk_opt.bounds.rows import whole_ns_cap
+from elk_opt.bounds.run_all import BUDGET_SPENT, lower_bounds
 from elk_opt.bounds.whole_ns import within_reach
 from elk_opt.certification.certificate import (
     bound_entry,
@@ -240,7 +241,7 @@ def _bound_round(instance: Instance, found: Found, worker: Worker, round_: int,
     plan_ns = found.lowest_makespan() if found.has_plan() else None
     args = {"timing": found.timing, "threads": found.threads, "time_budget_s": budget,
             "window_time_s": 2.0 * 2 ** (round_ - 1), "progress": progress, "replay": True,
-            # the layer windows' fluid MIPs share what the round has left (run_all._layers)
+            # the layer windows' fluid MIPs share what the round has left (rows._layers)
             "layers_mip_time_s": budget,
             # fluid-whole-ns where the fastest plan is within its reach of fluid-contiguous
             "whole_ns": plan_ns is not None, "plan_ns": plan_ns}
