@@ -27,7 +27,8 @@ from formulations.common import feasible_pairs
 from formulations.cpsat_run import Interrupt
 from formulations.lns_region import move_key, region_of
 from formulations.lns_windows import ranked, signature, windows
-from formulations.polish import KNOBS, _propose, _Search
+from formulations.polish import KNOBS
+from formulations.polish_search import Search, propose
 
 TIMING = "shared-noc"
 
@@ -39,7 +40,7 @@ def rows(path: str, count: int, work: float) -> list[dict]:
     options = SolveOptions(timing=TIMING, threads=1, work_limit=work)
     out: list[dict] = []
     for straddle in (False, True):
-        search = _Search(instance, pairs, plan, TIMING)
+        search = Search(instance, pairs, plan, TIMING)
         inc = search.inc.schedule
         order = ranked(pairs, inc, windows(instance, 0, KNOBS["width"], KNOBS["stride"],
                                            straddle))
@@ -54,7 +55,7 @@ def rows(path: str, count: int, work: float) -> list[dict]:
             r = region_of(instance, search.inc, w.first, w.stop, KNOBS["margin"], KNOBS["depth"])
             started = time.perf_counter()
             with Interrupt() as interrupt:
-                found = _propose(search, r, None, options, interrupt)
+                found = propose(search, r, None, options, interrupt)
             row = {"straddle": straddle, "window": [w.first, w.stop], "proposed": found is not None,
                    "solve_s": round(time.perf_counter() - started, 2)}
             if found is not None:

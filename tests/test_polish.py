@@ -33,7 +33,8 @@ from formulations.lns_periodic import (
 )
 from formulations.lns_region import move_key, region_model, region_of, splice
 from formulations.lns_windows import windows
-from formulations.polish import _incumbent, _loads_run_whole, _Search
+from formulations.polish_search import Search, incumbent_of
+from formulations.polish_whole import take_loads_run_whole
 from tests.strategies import random_instances, synthetic_instances
 from tests.tiny import parse, port_instance, tiny_instance
 from verify import check
@@ -97,7 +98,7 @@ def test_splicing_the_incumbents_own_region_gives_the_incumbent_back(instance, t
                                                                      data):
     plan = run_method(instance, "elk-dyn", SolveOptions(timing=timing))
     pairs = feasible_pairs(instance, timing)
-    inc = _incumbent(instance, pairs, plan, timing)
+    inc = incumbent_of(instance, pairs, plan, timing)
     w = data.draw(st.sampled_from(windows(instance, 1, 5, 2, data.draw(st.booleans()))))
     r = region_of(instance, inc, w.first, w.stop, margin)
     own = tuple((k, j - r.lo) for k, j in plan.program if r.lo <= j < r.hi)
@@ -122,13 +123,13 @@ def test_the_incumbent_solves_its_region_model_at_its_value(timing, instance, ma
     plan = run_method(instance, data.draw(st.sampled_from(["elk-dyn", "elk-full"])),
                       SolveOptions(timing=timing))
     pairs = feasible_pairs(instance, timing)
-    inc = _incumbent(instance, pairs, plan, timing)
+    inc = incumbent_of(instance, pairs, plan, timing)
     w = data.draw(st.sampled_from(windows(instance, 0, 4, 3, data.draw(st.booleans()))))
     r = region_of(instance, inc, w.first, w.stop, margin, data.draw(st.integers(0, 1)))
     _assert_the_incumbent_solves_its_region(instance, pairs, inc, r, timing)
 
 
-def test_a_region_that_starts_long_before_its_first_execute_admits_its_incumbent():
+def test_a_region_that_starts_long_before_its_first_execute_admits_itsincumbent_of():
     # ops 2-8 of this plan: the incoming load of op 2 starts at 36,851 ns, the region's first
     # execute at 99,523, and the region's own loads and executes sum to 186,202 ns, less
     # than its end (187,199): the model's horizon counts from its boundary times
@@ -136,7 +137,7 @@ def test_a_region_that_starts_long_before_its_first_execute_admits_its_incumbent
     timing = "separate-noc"
     plan = run_method(instance, "elk-dyn", SolveOptions(timing=timing))
     pairs = feasible_pairs(instance, timing)
-    inc = _incumbent(instance, pairs, plan, timing)
+    inc = incumbent_of(instance, pairs, plan, timing)
     r = region_of(instance, inc, 6, 9, 0)
     assert (r.lo, r.base, inc.schedule.exec_start[r.lo]) == (2, 0, 99_523)
     _assert_the_incumbent_solves_its_region(instance, pairs, inc, r, timing)
@@ -172,7 +173,7 @@ def test_a_repeated_layer_is_solved_once_and_applied_to_its_twins():
     # applied to the other layers, each checked whole.
     instance = synthetic_instance(ops=72, plans=4, seed=3, tightness=0.6)
     pairs = feasible_pairs(instance, "shared-noc")
-    search = _Search(instance, pairs, run_method(instance, "basic", SolveOptions()),
+    search = Search(instance, pairs, run_method(instance, "basic", SolveOptions()),
                      "shared-noc")
     r = region_of(instance, search.inc, 24, 36, 1)
     assert search.twin_shifts(r) == [-12, 12, 24]  # the regions [11, 37) shifted a layer
@@ -454,7 +455,7 @@ def test_a_refused_windows_layer_copied_onto_its_twins_is_kept_only_if_it_gains(
     # window's proposal; copied onto the five twins it beats both the incumbent and itself.
     weak, good, mixed = _one_good_layer()
     instance = mixed.instance
-    search = _Search(instance, feasible_pairs(instance, "shared-noc"), weak, "shared-noc",
+    search = Search(instance, feasible_pairs(instance, "shared-noc"), weak, "shared-noc",
                      periodic=True)
     r = region_of(instance, search.inc, 24, 36, 2)
     assert not search.copy_refused(r, (weak, evaluate_plan(weak)))  # nothing new to copy
@@ -465,7 +466,7 @@ def test_a_refused_windows_layer_copied_onto_its_twins_is_kept_only_if_it_gains(
     assert search.inc.schedule.makespan_ns < spliced.makespan_ns < evaluate_plan(weak).makespan_ns
     assert all(kept.choice[f:s] == good.choice[24:36] for f, s in twin_classes(instance)[0])
     assert check(plan_to_dict(kept)).valid
-    unperiodic = _Search(instance, feasible_pairs(instance, "shared-noc"), weak, "shared-noc")
+    unperiodic = Search(instance, feasible_pairs(instance, "shared-noc"), weak, "shared-noc")
     assert not unperiodic.copy_refused(r, (mixed, spliced))  # the knob off: no copies
 
 
@@ -477,20 +478,20 @@ def test_after_an_unproven_whole_solve_polish_takes_the_fluid_mip_bound_and_plan
     assert start.claims.makespan_ns > 24
     pairs = feasible_pairs(instance, "shared-noc")
     options = SolveOptions(threads=1, timing="shared-noc", warm_plan=start)
-    search = _Search(instance, pairs, start, "shared-noc")
-    _loads_run_whole(search, options, None, 10.0)
+    search = Search(instance, pairs, start, "shared-noc")
+    take_loads_run_whole(search, options, None, 10.0)
     assert (search.bound, search.contiguous, search.replayed) == (24, 24, True)
     assert search.inc.schedule.makespan_ns == 24
     assert check(plan_to_dict(search.inc.plan)).valid
     # a caller that gives a floor runs this MIP itself (`certify`), unless it asks for it;
     # a work limit repeats
-    asked = _Search(instance, pairs, start, "shared-noc")
-    _loads_run_whole(asked, replace(options, floor_ns=20, loads_run_whole=True), None, 10.0)
+    asked = Search(instance, pairs, start, "shared-noc")
+    take_loads_run_whole(asked, replace(options, floor_ns=20, loads_run_whole=True), None, 10.0)
     assert (asked.bound, asked.replayed) == (24, True)
     for kept in (replace(options, floor_ns=20), replace(options, work_limit=1.0),
                  replace(options, work_limit=1.0, loads_run_whole=True)):
-        search = _Search(instance, pairs, start, "shared-noc")
-        _loads_run_whole(search, kept, None, 10.0)
+        search = Search(instance, pairs, start, "shared-noc")
+        take_loads_run_whole(search, kept, None, 10.0)
         assert (search.bound, search.replayed, search.inc.plan) == (None, False, start)
 
 
@@ -501,8 +502,8 @@ def test_a_plan_a_ns_per_interval_above_that_mip_gets_polish_the_bound_in_whole_
     start = run_method(instance, "elk-full", SolveOptions(timing="shared-noc"))
     assert start.claims.makespan_ns == 17
     options = SolveOptions(threads=1, timing="shared-noc", warm_plan=start)
-    search = _Search(instance, feasible_pairs(instance, "shared-noc"), start, "shared-noc")
-    _loads_run_whole(search, options, None, 10.0)
+    search = Search(instance, feasible_pairs(instance, "shared-noc"), start, "shared-noc")
+    take_loads_run_whole(search, options, None, 10.0)
     assert (search.contiguous, search.whole_ns, search.bound) == (16, 17, 17)
 
 
