@@ -13,8 +13,8 @@ from elk_opt.problem import Instance, Timing
 from elk_opt.progress import say
 from elk_opt.solution import SolveOptions
 from formulations.anneal import annealed_plan
-from formulations.cpsat import ANNEAL_SHARE
 from formulations.cpsat import solve as solve_cpsat
+from formulations.cpsat_after import ANNEAL_SHARE
 from formulations.fluid_floor import (
     LoadsRunWhole,
     fits_loads_run_whole,

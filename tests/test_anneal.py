@@ -15,7 +15,7 @@ from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve as run_method
 from elk_opt.solution import SolveOptions, make_plan
 from formulations import anneal as anneal_module
-from formulations import cpsat, polish
+from formulations import cpsat, cpsat_after, polish_whole
 from formulations.anneal import anneal
 from formulations.deadline import NO_DEADLINE, Deadline
 from tests.strategies import random_instances
@@ -117,9 +117,9 @@ def test_cpsat_anneals_only_with_a_time_limit_in_the_instance_order_unrestricted
     instance = port_instance(NOT_MET)
     start = run_method(instance, "basic", SolveOptions(timing="shared-noc"))
     started = time.perf_counter()
-    assert cpsat._annealed(start, 27, options, started) is None
+    assert cpsat_after.annealed_start(start, 27, options, started) is None
     timed = SolveOptions(timing="shared-noc", threads=1, time_limit_s=5)
-    annealed = cpsat._annealed(start, 27, timed, started)
+    annealed = cpsat_after.annealed_start(start, 27, timed, started)
     assert annealed is not None and annealed.claims.makespan_ns == 27
 
 
@@ -131,8 +131,8 @@ def test_polish_anneals_its_incumbent_after_an_unproven_whole_solve(monkeypatch,
     # annealed under polish's timing all the same.
     instance = port_instance(NOT_MET)
     start = run_method(instance, "basic", SolveOptions(timing=start_timing))
-    monkeypatch.setattr(polish, "solve_cpsat", lambda instance, options: options.warm_plan)
-    monkeypatch.setattr(polish, "loads_run_whole", lambda *args: None)
+    monkeypatch.setattr(polish_whole, "solve_cpsat", lambda instance, options: options.warm_plan)
+    monkeypatch.setattr(polish_whole, "loads_run_whole", lambda *args: None)
     plan = run_method(instance, "polish", SolveOptions(
         timing="shared-noc", time_limit_s=5, threads=1, warm_start="basic", warm_plan=start))
     assert plan.claims.params["annealed_ns"] == 27 == plan.claims.makespan_ns

@@ -23,7 +23,7 @@ from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
-from formulations import cpsat, cpsat_probe
+from formulations import cpsat, cpsat_after, cpsat_probe
 from formulations.common import Restrictions
 from formulations.cpsat_model import build
 from formulations.cpsat_probe import COLD_PROBE_SHARE, LAST_STEP, PROBE_SHARE, next_cap, probe
@@ -264,7 +264,7 @@ def test_with_a_floor_given_cpsat_runs_the_mip_with_loads_run_whole_only_when_as
     assert "fluid_contiguous_ns" not in not_asked.params and not_asked.lower_bound_ns < 24
 
 
-def test_the_search_continued_after_that_mip_does_not_run_it_again(monkeypatch):
+def test_the_search_continued_after_that_mip_does_not_run_it_again():
     instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
     start = solve(instance, "basic", SHARED)
     plan = replace(start, claims=replace(start.claims, status="feasible", lower_bound_ns=20))
@@ -274,9 +274,8 @@ def test_the_search_continued_after_that_mip_does_not_run_it_again(monkeypatch):
         again.append(options)
         return plan
 
-    monkeypatch.setattr(cpsat, "solve", search)
     asked = replace(SHARED, time_limit_s=60.0, floor_ns=20, loads_run_whole=True)
-    cpsat._continued(instance, asked, plan, time.perf_counter())
+    cpsat_after.continued(instance, asked, plan, time.perf_counter(), search)
     assert len(again) == 1 and not wants_loads_run_whole(again[0])
 
 

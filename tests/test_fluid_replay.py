@@ -16,7 +16,7 @@ from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve as solve_method
 from elk_opt.problem import TIMINGS
 from elk_opt.solution import SolveOptions, make_plan
-from formulations import cpsat
+from formulations import cpsat, cpsat_after
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from formulations.fluid_replay import replayed_plan
 from tests.strategies import port_chains, random_instances
@@ -92,14 +92,14 @@ def test_cpsat_keeps_the_faster_of_its_plan_and_the_replayed_one():
     _, fast = _replayed(instance)
     assert fast is not None
     started = time.perf_counter()
-    kept = cpsat._faster(instance, None, fast, 24, {"solver": "cp-sat"}, started)
+    kept = cpsat_after.faster(instance, None, fast, 24, {"solver": "cp-sat"}, started)
     assert kept is not None and kept.claims is not None
     assert (kept.claims.method, kept.claims.status, kept.claims.lower_bound_ns) == (
         "cpsat", "optimal", 24)
     assert kept.claims.params["plan_source"] == "fluid MIP timeline"
     assert check(plan_to_dict(kept)).valid
-    assert cpsat._faster(instance, kept, fast, 24, {}, started) is kept  # not faster
-    assert cpsat._faster(instance, kept, None, 24, {}, started) is kept
+    assert cpsat_after.faster(instance, kept, fast, 24, {}, started) is kept  # not faster
+    assert cpsat_after.faster(instance, kept, None, 24, {}, started) is kept
 
 
 def test_the_bounds_report_lists_the_replayed_plan_only_when_asked():
@@ -117,7 +117,7 @@ def test_cpsat_continues_its_search_in_the_time_the_mip_leaves(monkeypatch):
     # a plan claimed with a weak bound: the search run again from it, with that bound as its
     # floor, proves the optimum (24 ns); without a time limit or without a bound, no rerun.
     # No annealing before it (tests/test_anneal.py): the search alone is what is tested here.
-    monkeypatch.setattr(cpsat, "ANNEAL_SHARE", 0.0)
+    monkeypatch.setattr(cpsat_after, "ANNEAL_SHARE", 0.0)
     instance = port_instance([(0, 0, 10, 5), (0, 0, 2, 2), (6, 0, 4, 0), (10, 5, 6, 0)])
     start = solve_method(instance, "basic", SolveOptions(timing="shared-noc"))
     started = time.perf_counter()
@@ -126,13 +126,14 @@ def test_cpsat_continues_its_search_in_the_time_the_mip_leaves(monkeypatch):
                      lower_bound_ns=20, params={"solver": "cp-sat"})
     assert weak.claims is not None and weak.claims.makespan_ns > 24
     options = SolveOptions(timing="shared-noc", threads=1, time_limit_s=30)
-    again = cpsat._continued(instance, options, weak, started)
+    again = cpsat_after.continued(instance, options, weak, started, cpsat.solve)
     assert again.claims is not None
     assert (again.claims.makespan_ns, again.claims.lower_bound_ns, again.claims.status) == (
         24, 24, "optimal")
     assert again.claims.params["continued_ns"] == 24
     assert again.claims.params["plan_source"] == "search continued"
     assert check(plan_to_dict(again)).valid
-    assert cpsat._continued(instance, replace(options, time_limit_s=None), weak, started) is weak
+    assert cpsat_after.continued(instance, replace(options, time_limit_s=None), weak, started,
+                                 cpsat.solve) is weak
     unbounded = replace(weak, claims=replace(weak.claims, lower_bound_ns=None))
-    assert cpsat._continued(instance, options, unbounded, started) is unbounded
+    assert cpsat_after.continued(instance, options, unbounded, started, cpsat.solve) is unbounded

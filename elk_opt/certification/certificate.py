@@ -82,7 +82,7 @@ def cpsat_contiguous_entry(plan: Plan) -> dict[str, Any] | None:
 
 def cpsat_whole_ns_entry(plan: Plan) -> dict[str, Any] | None:
     """The same for that MIP with intervals of whole ns, which `cpsat` solves after it where
-    its plan lies within a ns per interval of it (`formulations.cpsat._whole_ns`)."""
+    its plan lies within a ns per interval of it (`formulations.cpsat_after._whole_ns`)."""
     return _cpsat_mip_entry(plan, "fluid-whole-ns", "fluid_whole_ns",
                             "loads started and finished 0/1, interval lengths integer")
 
