@@ -42,7 +42,7 @@ def no_fluid_floor(monkeypatch):
         raise AssertionError("the fluid floor was computed though a floor was given")
 
     monkeypatch.setattr("formulations.cpsat.fluid_floor", refuse)
-    monkeypatch.setattr("formulations.polish.fluid_floor", refuse)
+    monkeypatch.setattr("formulations.polish_whole.fluid_floor", refuse)
 
 
 @pytest.mark.parametrize("floor", [0, 30, 40])
