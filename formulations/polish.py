@@ -35,10 +35,10 @@ b32 KV4096 a one-layer window found in 60 s the load order whose copy onto every
 windows are solved with the 5b model and the plan carries the releases that bind. The result
 is a local optimum of this neighbourhood, not a proven optimum: its status is `feasible`
 unless its bound meets it. The bound claimed is the best of: the best linear-time bound for
-the timing (`elk_opt.bounds.cheap`), up to `polish_whole.FLUID_MAX_OPS` ops the fluid
-floor (`formulations.fluid_floor`: the fluid LP, milliseconds there, and up to 100 ops the fluid
-MIP in a fifth of the time, unless the MIP with loads run whole follows the whole solve under
-5b: `polish_whole.whole_then_loads`) or instead a floor the caller gives
+the timing (`elk_opt.bounds.cheap`), up to `polish_whole.FLUID_MAX_OPS` ops the fluid floor
+(`formulations.fluid_floor`: the fluid LP, milliseconds there, and up to 100 ops the fluid MIP
+in a fifth of the time, unless the MIP with loads run whole follows the whole solve under 5b:
+`polish_whole.whole_then_loads`) or instead a floor the caller gives
 (`SolveOptions.floor_ns`, at any size), with `certify` the LP relaxation's, and CP-SAT's bound
 once a window covered the whole instance (then the region model is the exact model); all for
 the instance's execution order. The floor comes first, and the search stops once its plan
