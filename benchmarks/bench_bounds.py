@@ -200,7 +200,7 @@ def settings(limit: float) -> None:
     from elk_opt.bounds.window import window_instance
     from elk_opt.frontend.zoo import DEFAULT_CHIP, model_instance
     from formulations.common import Restrictions
-    from formulations.cpsat import build
+    from formulations.cpsat_model import build
 
     llama = model_instance("llama2-70b", DEFAULT_CHIP, batch=64, kv_len=4096, layers=3,
                            cost_model="elk-paper", noc_occupancy="bsp")

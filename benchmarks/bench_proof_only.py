@@ -18,7 +18,7 @@ import time
 
 from elk_opt.io import load_instance, load_plan
 from elk_opt.solution import SolveOptions
-from formulations import cpsat
+from formulations import cpsat_prepare
 from formulations.cpsat_model import solver_for
 
 
@@ -32,11 +32,11 @@ def main() -> None:
     ap.add_argument("--work", type=float, default=None, help="deterministic budget")
     args = ap.parse_args()
     if args.floor == "section5":
-        cpsat._fluid = lambda *_args: None  # the floor as it was: section 5's bound only
+        cpsat_prepare._fluid = lambda *_args: None  # the floor as it was: section 5's bound only
     instance = load_instance(args.instance)
     options = SolveOptions(time_limit_s=args.limit, threads=args.threads, timing="shared-noc",
                            warm_plan=load_plan(args.hint), work_limit=args.work)
-    ready = cpsat.prepare(instance, options)
+    ready = cpsat_prepare.prepare(instance, options)
     solver = solver_for(options, args.limit, "shared-noc")
     started = time.perf_counter()
     status = solver.solve(ready.cm.model)

@@ -15,13 +15,15 @@ is kept back: when the search proves nothing, the fluid MIP with loads run whole
 plan its timeline replays to (`fluid_replay`), re-timed with its pairs and load order held
 (`fluid_retime`, in half the time the MIP leaves), replaces the search's when it is
 faster. The rest goes to the search again (`cpsat_after`). There the floor before the
-probes is the fluid LP alone: the plain fluid MIP cost the probes more than it gave (`_fluid`).
+probes is the fluid LP alone: the plain fluid MIP cost the probes more than it gave
+(`cpsat_prepare._fluid`). What is built before the search, the section-5 solve and the floor
+included, is `cpsat_prepare`'s.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from ortools.sat.python import cp_model
 
@@ -39,77 +41,23 @@ from formulations.common import (
     remaining,
 )
 from formulations.cpsat_after import after_mip, faster, retimed_replay
-from formulations.cpsat_model import (
-    CpsatModel,
-    add_hint,
-    build,
-    read_times,
-    solver_for,
+from formulations.cpsat_model import CpsatModel, build, read_times, solver_for
+from formulations.cpsat_prepare import (
+    CutShort,
+    Prepared,
+    ends_with_loads_run_whole,
+    free_order,
+    infeasible,
+    prepare,
+    restriction_claims,
+    retime_starts,
 )
 from formulations.cpsat_probe import probe
 from formulations.cpsat_run import solve as run_cpsat
-from formulations.cpsat_starts import as_is, retimed_start, usable_start
-from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
-from formulations.fluid_floor import (
-    fits_loads_run_whole,
-    fluid_floor,
-    loads_run_whole,
-    wants_loads_run_whole,
-)
+from formulations.deadline import Deadline, OutOfTime
+from formulations.fluid_floor import loads_run_whole
 from formulations.model_map import VariableMap, pick_map
 from formulations.replay import replay_shared
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """The model the method hands CP-SAT, built as it builds it, and what it knows already."""
-
-    cm: CpsatModel
-    params: dict
-    options: SolveOptions
-    five: Section5 | None = None  # under 5b: the section-5 model's bound and plan
-    floor: int | None = None  # under 5b: the best known lower bound (section 5's, fluid's)
-    best: Plan | None = None  # under 5b: the better start (the hint, once `_retime_starts` ran)
-    warm: Plan | None = None  # under 5b: the warm start (re-timed by `_retime_starts`)
-    upper: int | None = None  # under 5b: the start plan's makespan, bounding the model
-    retimed: bool = False  # under 5b: whether `best` is a start re-timed (`retimed_start`)
-
-    @property
-    def solver_parameters(self) -> str:
-        """The SatParameters the method solves with (time limit aside), as text."""
-        solver = solver_for(replace(self.options, verbose=False), None, self.cm.timing)
-        return str(solver.parameters)
-
-
-def prepare(instance: Instance, options: SolveOptions, started: float | None = None,
-            deadline: Deadline = NO_DEADLINE, retime: bool = True) -> Prepared:
-    """Build and hint the model the method solves (under 5b, after its section-5 solve and,
-    with `retime`, the re-timing of the start plans the open search is hinted with);
-    OutOfTime when `deadline` passes first."""
-    started = time.perf_counter() if started is None else started
-    restrict = Restrictions.from_params(options.params)
-    if _free(options) and restrict != Restrictions():
-        raise UsageError("window, fifo and max_pending restrict the instance's order: "
-                         "use them with --exec-order instance")
-    if options.timing == "shared-noc":
-        ready = _prepare_shared(instance, options, restrict, started, deadline)
-        return _retime_starts(instance, restrict, ready, started, deadline) if retime else ready
-    cm = build(instance, restrict, deadline=deadline, free=_free(options), lower=options.floor_ns)
-    add_hint(cm, instance, options.warm_plan)
-    params = {**_claims(restrict, options), "solver": "cp-sat",
-              **({"given_floor_ns": options.floor_ns} if options.floor_ns is not None else {})}
-    if options.warm_start and cm.hinted:
-        params["warm_start"] = options.warm_start
-    return Prepared(cm, params, options)
-
-
-def _free(options: SolveOptions) -> bool:
-    """Whether the model chooses the execution order too (R2); None means the instance's."""
-    return options.exec_order == "free"
-
-
-def _claims(restrict: Restrictions, options: SolveOptions) -> dict:
-    return restrict.claims("free" if _free(options) else "instance")
 
 
 def variable_map(cm: CpsatModel) -> VariableMap:
@@ -133,7 +81,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     deadline = Deadline.after(options.time_limit_s, started)
     try:
         ready = prepare(instance, options, started, deadline, retime=False)
-    except _Cut as cut:
+    except CutShort as cut:
         return _cut_short(instance, options, restrict, started, cut)
     except OutOfTime:
         return _not_built(instance, options, restrict, started)
@@ -144,11 +92,11 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     status = run_cpsat(solver, cm.model)
     params = {**ready.params, "solver_status": solver.status_name(status)}
     if status == cp_model.INFEASIBLE:
-        raise _infeasible(instance, restrict)
+        raise infeasible(instance, restrict)
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         bound = solver.best_objective_bound if status == cp_model.UNKNOWN else None
         plan = fallback(instance, options.warm_plan, "cpsat", started, bound, params,
-                        options.timing, free=_free(options))
+                        options.timing, free=free_order(options))
         if plan is not None:
             return plan
         raise _nothing_found(options)
@@ -160,11 +108,6 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     return finish(plan, objective, solver.best_objective_bound, started, "cpsat")
 
 
-def _infeasible(instance: Instance, restrict: Restrictions) -> UsageError:
-    return UsageError(f"instance {instance.name!r} is infeasible"
-                      + (f" under {restrict.claims()}" if restrict != Restrictions() else ""))
-
-
 def _stop_reason() -> str:
     return "interrupted" if stop_requested() else "time limit reached"
 
@@ -174,9 +117,10 @@ def _not_built(instance: Instance, options: SolveOptions, restrict: Restrictions
     """The warm start when the time limit (or a SIGINT) came before a model was built; else
     say so."""
     plan = fallback(instance, options.warm_plan, "cpsat", started, None,
-                    {**_claims(restrict, options), "solver": "cp-sat", "solver_status":
-                     f"{_stop_reason()} before the model was built"}, options.timing,
-                    free=_free(options))
+                    {**restriction_claims(restrict, options), "solver": "cp-sat",
+                     "solver_status": f"{_stop_reason()} before the model was built"},
+                    options.timing,
+                    free=free_order(options))
     if plan is not None:
         return plan
     if stop_requested():
@@ -191,148 +135,21 @@ def _nothing_found(options: SolveOptions) -> UsageError:
                       "(try a longer --time-limit or --warm-start)")
 
 
-SECTION5_SHARE = 0.25  # of the time limit, for the section-5 bound and plan under 5b
-
-
-@dataclass(frozen=True)
-class Section5:
-    """The section-5 model's result: a lower bound for 5b, and its plan as a 5b candidate."""
-
-    bound: int | None
-    plan: Plan | None
-
-
-def _section5(instance: Instance, options: SolveOptions, restrict: Restrictions,
-              started: float, deadline: Deadline) -> Section5:
-    """Solve the section-5 model first: it is small and fast, its bound holds under 5b
-    (sharing only slows) and its plan is a good 5b start."""
-    cm = build(instance, restrict, deadline=deadline, free=_free(options))
-    add_hint(cm, instance, options.warm_plan)
-    left = remaining(options.time_limit_s, started)
-    solver = solver_for(replace(options, verbose=False),
-                        None if left is None else SECTION5_SHARE * left)
-    status = run_cpsat(solver, cm.model)
-    if status == cp_model.INFEASIBLE:
-        raise _infeasible(instance, restrict)
-    if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
-        bound = solver.best_objective_bound if status == cp_model.UNKNOWN else None
-        return Section5(None if bound is None else ceil_integer(bound), None)
-    times = read_times(cm, solver)
-    plan = make_plan(instance, times.choice, decode(instance, times), method="cpsat",
-                     started=started, timing="shared-noc")
-    return Section5(ceil_integer(solver.best_objective_bound), plan)
-
-
-class _Cut(Exception):
-    """Under 5b the deadline (or a SIGINT) came after the section-5 solve: what it found, or
-    the warm start, is the answer."""
-
-    def __init__(self, five: Section5):
-        super().__init__()
-        self.five = five
-
-
 def _cut_short(instance: Instance, options: SolveOptions, restrict: Restrictions,
-               started: float, cut: _Cut) -> Plan:
+               started: float, cut: CutShort) -> Plan:
     """The best plan found before the 5b model was built, with the section-5 bound."""
     found = [(p.claims.makespan_ns, k, p, source) for k, (p, source) in enumerate(
         [(cut.five.plan, "the section-5 model's plan"), (options.warm_plan, "warm start")])
         if p is not None and p.claims is not None]
-    params = {**_claims(restrict, options), "solver": "cp-sat", "model_timing": "shared-noc",
-              "section5_bound_ns": cut.five.bound,
+    params = {**restriction_claims(restrict, options), "solver": "cp-sat",
+              "model_timing": "shared-noc", "section5_bound_ns": cut.five.bound,
               "solver_status": f"{_stop_reason()} before the 5b model was solved"}
     _m, _k, best, source = min(found, key=lambda x: x[:2]) if found else (0, 0, None, "")
     plan = fallback(instance, best, "cpsat", started, cut.five.bound, params, "shared-noc",
-                    source, free=_free(options))
+                    source, free=free_order(options))
     if plan is not None:
         return plan
     return _not_built(instance, options, restrict, started)
-
-
-def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
-                    started: float, deadline: Deadline) -> Prepared:
-    """The 5b model, bounded by the better of the warm start and the section-5 plan as they
-    are, without restrictions (not yet hinted: `_retime_starts`)."""
-    five = _section5(instance, options, restrict, started, deadline)
-    # under restrictions only the restricted re-timing tells whether a start obeys them all
-    own, warm = (as_is(instance, p, started)
-                 if restrict == Restrictions() and usable_start(instance, restrict, p, options)
-                 else None for p in (five.plan, options.warm_plan))
-    starts = [p for p in (own, warm) if p is not None]
-    best = min(starts, key=lambda p: p.claims.makespan_ns) if starts else None
-    # each start obeys the restrictions: it bounds the restricted optimum from above
-    upper = best.claims.makespan_ns if best is not None else None
-    try:
-        # the fluid LP holds for the instance's order only; a given floor for the orders solved
-        fluid = None if _free(options) or options.floor_ns is not None \
-            else _fluid(instance, options, started)
-        floor = max((b for b in (five.bound, fluid, options.floor_ns) if b is not None),
-                    default=None)
-        if floor is not None and upper is not None and floor > upper:
-            if floor == options.floor_ns:
-                raise UsageError(f"floor_ns {floor:,} is above the makespan of a plan cpsat "
-                                 f"found, {upper:,} ns: it is not a lower bound")
-            raise AssertionError(f"cpsat: lower bound {floor} above a plan's makespan {upper}")
-        cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=floor,
-                   deadline=deadline, free=_free(options))
-    except OutOfTime:
-        raise _Cut(five) from None
-    params = {**_claims(restrict, options), "solver": "cp-sat", "model_timing": "shared-noc",
-              "section5_bound_ns": five.bound, "fluid_bound_ns": fluid,
-              **({"given_floor_ns": options.floor_ns} if options.floor_ns is not None else {})}
-    return Prepared(cm, params, options, five, floor, best, warm, upper)
-
-
-def _retime_starts(instance: Instance, restrict: Restrictions, ready: Prepared,
-                   started: float, deadline: Deadline) -> Prepared:
-    """The prepared 5b model hinted with the better start re-timed (`retimed_start`) and bounded
-    by it; when the deadline passes first, hinted with the better start as it is."""
-    five, options = ready.five, ready.options
-    assert five is not None
-    own = warm = None
-    try:
-        own = retimed_start(instance, restrict, five.plan, options, started, deadline)
-        warm = retimed_start(instance, restrict, options.warm_plan, options, started, deadline)
-    except OutOfTime:
-        pass
-    # a re-timing is never worse than its plan as it is; the first of equals is kept
-    starts = [p for p in (own, warm, ready.best) if p is not None]
-    best = min(starts, key=lambda p: p.claims.makespan_ns) if starts else None
-    warm = warm if warm is not None else ready.warm
-    cm, upper = ready.cm, ready.upper
-    if best is not None and (upper is None or best.claims.makespan_ns < upper):
-        # rebuilt, not just capped: the horizon bounds the model's times and port work, and
-        # the search goes better with the tighter one (`cpsat_probe`)
-        upper = best.claims.makespan_ns
-        try:
-            cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=ready.floor,
-                       deadline=deadline, free=_free(options))
-        except OutOfTime:
-            cm.model.add(cm.makespan <= upper)
-    add_hint(cm, instance, best)
-    params = dict(ready.params)
-    if options.warm_start and best is not None and best is warm:
-        params["warm_start"] = options.warm_start
-    return replace(ready, cm=cm, params=params, best=best, warm=warm, upper=upper,
-                   retimed=best is not None and best is not ready.best)
-
-
-def _fluid(instance: Instance, options: SolveOptions, started: float) -> int | None:
-    """The fluid floor (`fluid_floor`) under 5b. As a floor on the makespan it lets the LP
-    fix what cannot beat the incumbent, and the probes start there; on the calibration layer
-    it is 193,181 ns against the section-5 bound's 191,398 (optimum 193,466).
-
-    The fluid MIP joins the LP only where the MIP with loads run whole does not follow an
-    unproven search (`_loads_run_whole`). Where it does, that MIP (the plain one with more
-    rows) claims at least as much once it finishes, and the plain one before the probes only
-    costs them its time and hands them a floor so close under the optimum that the probe
-    there is hard to refute: the calibration layer is proven in 6.0-6.5 s instead of 7.3-7.6,
-    10 of the small suite's exact cells end better and none worse, and a one-layer OPT-30B
-    b64 KV4096 `bsp` slice, cold, seed 0, is proven in 33 s of 60 where it was not (BENCHMARKS.md,
-    "The fluid MIP left to the end")."""
-    return fluid_floor(instance, "shared-noc", lambda: remaining(options.time_limit_s, started),
-                       milp=options.work_limit is None
-                       and not _loads_run_whole(instance, options))
 
 
 def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restrictions,
@@ -340,7 +157,7 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
     """Solve the prepared 5b model: probes, then (re-timed starts, open search) if needed."""
     if (met := _start_meets_floor(instance, ready, started)) is not None:
         return met
-    whole = _loads_run_whole(instance, options)
+    whole = ends_with_loads_run_whole(instance, options)
     if whole and options.time_limit_s is not None:  # kept back for that bound
         left = remaining(options.time_limit_s, started) or 0.0
         ready = replace(ready, options=replace(
@@ -352,7 +169,7 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
     if status == cp_model.INFEASIBLE:
         if upper is not None or five.bound is not None:
             raise AssertionError("the 5b model is infeasible within a plan's makespan")
-        raise _infeasible(instance, restrict)
+        raise infeasible(instance, restrict)
     bounds = [b for b in (ready.floor, probed) if b is not None]
     replayed = found = None
     if whole and status != cp_model.OPTIMAL:
@@ -374,7 +191,7 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
         source = "warm start" if best is warm else "the section-5 model's plan"
         plan = fallback(instance, best, "cpsat", started, max(bounds, default=None), params,
                         "shared-noc", f"{source}, re-timed" if ready.retimed else source,
-                        free=_free(options))
+                        free=free_order(options))
         plan = faster(instance, plan, replayed, max(bounds, default=None), params, started)
         if plan is None:
             raise _nothing_found(options)
@@ -399,15 +216,6 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
 WHOLE_LOADS_SHARE = 0.5  # of the time left after the floor, kept for the bound after search
 
 
-def _loads_run_whole(instance: Instance, options: SolveOptions) -> bool:
-    """Whether the search ends, when it proves nothing, with the fluid MIP with loads run
-    whole (`loads_run_whole`): on a decoder layer or less (`fits_loads_run_whole`), in the
-    instance's order, and as `wants_loads_run_whole` says (BENCHMARKS.md, "Loads run
-    whole")."""
-    return (fits_loads_run_whole(instance) and not _free(options)
-            and wants_loads_run_whole(options))
-
-
 def _start_meets_floor(instance: Instance, ready: Prepared, started: float) -> Plan | None:
     """The start plan, proven optimal, when it meets the floor (a valid lower bound)."""
     best, floor = ready.best, ready.floor
@@ -429,12 +237,12 @@ def _probe_then_search(instance: Instance, restrict: Restrictions, started: floa
     options = ready.options
     deadline = Deadline.after(options.time_limit_s, started)
     if ready.floor is None:
-        ready = _retime_starts(instance, restrict, ready, started, deadline)
+        ready = retime_starts(instance, restrict, ready, started, deadline)
         return (*_search(ready.cm, options, started), None, ready)
 
     def capped(cap: int, lower: int) -> CpsatModel:
         return build(instance, restrict, timing="shared-noc", upper=cap, lower=lower,
-                     deadline=deadline, free=_free(options))
+                     deadline=deadline, free=free_order(options))
 
     probed = probe(capped, options, started, ready.floor, ready.upper, len(instance.ops))
     if probed.cm is not None:  # it holds the optimum: search on there
@@ -444,7 +252,7 @@ def _probe_then_search(instance: Instance, restrict: Restrictions, started: floa
     if probed.solver is not None:
         _restart_from(ready.cm, probed.solver)
     else:
-        ready = _retime_starts(instance, restrict, ready, started, deadline)
+        ready = retime_starts(instance, restrict, ready, started, deadline)
     cm = ready.cm
     cm.model.add(cm.makespan >= probed.lower)
     if options.work_limit is not None:

@@ -1,6 +1,6 @@
 """`elk-opt solve --export FILE`: the exact model a method would solve, for any solver.
 
-The model is built by the method's own code (`ilp.prepare`, `cpsat.prepare`), restrictions,
+The model is built by the method's own code (`ilp.prepare`, `cpsat_prepare.prepare`), restrictions,
 timing and warm start included, and written as:
 - ilp: MPS (`.mps`) or CPLEX LP (`.lp`) through PuLP. MPS and LP carry no start, so a warm
   start goes beside it as a HiGHS solution file (`FILE.start.sol`: `highs
@@ -94,9 +94,9 @@ def export_model(instance: Instance, method: str, options: SolveOptions,
         warm_file = None if start is None else {"file": start.name, "format": "highs"}
         hinted = options.warm_plan
     else:
-        from formulations import cpsat
+        from formulations import cpsat, cpsat_prepare
 
-        ready = cpsat.prepare(instance, options)
+        ready = cpsat_prepare.prepare(instance, options)
         proto = ready.cm.model
         _write_proto(proto, model, fmt)
         variables = cpsat.variable_map(ready.cm).to_dict()

@@ -44,7 +44,7 @@ def polish_floor(instance: Instance, timing: Timing, deadline: float | None,
 def whole_then_loads(instance: Instance, options: SolveOptions, whole: bool) -> bool:
     """Whether, under 5b, the instance is solved whole and the fluid MIP with loads run whole
     follows an unproven solve: then the floor is the fluid LP alone, as in `cpsat`, for the
-    same reason (`cpsat._fluid`): that MIP claims what the plain one would, and the plain
+    same reason (`cpsat_prepare._fluid`): that MIP claims what the plain one would, and the plain
     one before the solve costs its probes time and a floor hard to refute."""
     return (options.timing == "shared-noc" and whole
             and len(instance.ops) <= WHOLE_MAX_OPS and fits_loads_run_whole(instance)

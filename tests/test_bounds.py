@@ -38,7 +38,7 @@ from elk_opt.methods import heuristics, solve
 from elk_opt.problem import TIMINGS, Chip, ExecPlan, Instance, Noc, Op, PreloadPlan, Warmup
 from elk_opt.solution import SolveOptions
 from formulations.common import Restrictions
-from formulations.cpsat import build
+from formulations.cpsat_model import build
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from tests.strategies import port_chains, random_instances, random_plans, synthetic_instances
 from tests.tiny import only_choice, parse, port_instance, tiny_instance

@@ -41,7 +41,7 @@ def no_fluid_floor(monkeypatch):
     def refuse(*_args, **_kwargs):
         raise AssertionError("the fluid floor was computed though a floor was given")
 
-    monkeypatch.setattr("formulations.cpsat.fluid_floor", refuse)
+    monkeypatch.setattr("formulations.cpsat_prepare.fluid_floor", refuse)
     monkeypatch.setattr("formulations.polish_whole.fluid_floor", refuse)
 
 

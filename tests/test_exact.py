@@ -18,7 +18,7 @@ from elk_opt.io import plan_to_dict, save_instance
 from elk_opt.methods import heuristics
 from elk_opt.methods import solve as run_method
 from elk_opt.solution import SolveOptions
-from formulations import cpsat, ilp
+from formulations import cpsat, cpsat_model, ilp
 from formulations.enumerate import enumerate_optimum
 from tests.strategies import random_instances, synthetic_instances
 from tests.tiny import parse, tiny_instance
@@ -253,8 +253,8 @@ def test_warm_starts_are_complete_feasible_solutions_of_both_models(instance):
         assert ilp.set_warm_values(im, instance, plan)
         assert im.prob.valid(eps=1e-6), name
         assert im.exec_end[-1].varValue <= plan.claims.makespan_ns
-        cm = cpsat.build(instance, Restrictions())
-        cpsat.add_hint(cm, instance, plan)
+        cm = cpsat_model.build(instance, Restrictions())
+        cpsat_model.add_hint(cm, instance, plan)
         solver = cp_model.CpSolver()
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.num_workers = 1

@@ -23,7 +23,7 @@ from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict
 from elk_opt.methods import solve
 from elk_opt.solution import SolveOptions
-from formulations import cpsat, cpsat_after, cpsat_probe
+from formulations import cpsat, cpsat_after, cpsat_prepare, cpsat_probe
 from formulations.common import Restrictions
 from formulations.cpsat_model import build
 from formulations.cpsat_probe import COLD_PROBE_SHARE, LAST_STEP, PROBE_SHARE, next_cap, probe
@@ -40,7 +40,7 @@ SHARED = SolveOptions(threads=1, timing="shared-noc")
 @given(contended_instances(max_ops=4), st.floats(0, 1))
 def test_probes_from_any_valid_floor_never_pass_the_exhaustive_optimum(instance, share):
     optimum = enumerate_shared_optimum(instance).makespan_ns
-    ready = cpsat.prepare(instance, SHARED)
+    ready = cpsat_prepare.prepare(instance, SHARED)
     floor = int(share * optimum)  # any value up to the optimum is a valid lower bound
     probed = probe(lambda cap, lower: build(instance, Restrictions(), timing="shared-noc",
                                             upper=cap, lower=lower),
@@ -254,7 +254,7 @@ def test_with_a_floor_given_cpsat_runs_the_mip_with_loads_run_whole_only_when_as
         raise AssertionError("the fluid floor was computed though a floor was given")
 
     monkeypatch.setattr(cpsat, "_probe_then_search", unproven)
-    monkeypatch.setattr(cpsat, "fluid_floor", refuse)
+    monkeypatch.setattr(cpsat_prepare, "fluid_floor", refuse)
     options = replace(SHARED, time_limit_s=60.0, warm_plan=solve(instance, "elk-full", SHARED),
                       warm_start="elk-full", floor_ns=20)
     asked = solve(instance, "cpsat", replace(options, loads_run_whole=True)).claims

@@ -19,7 +19,7 @@ from elk_opt.methods import heuristics
 from elk_opt.methods import solve as run_method
 from elk_opt.problem import Chip, Claims, ExecPlan, Instance, Noc, Op, Plan, PreloadPlan, Warmup
 from elk_opt.solution import SolveOptions
-from formulations import cpsat, ilp
+from formulations import cpsat, cpsat_model, ilp
 from formulations.common import Restrictions, pairs_of
 from formulations.enumerate import enumerate_optimum, enumerate_shared_optimum
 from tests.strategies import random_instances
@@ -216,8 +216,8 @@ def test_5b_hints_are_complete_feasible_solutions(instance):
             continue
         if evaluate_plan(plan).peak_sram_bytes > instance.chip.sram_bytes:
             continue  # not a plan the model admits (R5)
-        cm = cpsat.build(instance, Restrictions(), timing="shared-noc")
-        cpsat.add_hint(cm, instance, plan)
+        cm = cpsat_model.build(instance, Restrictions(), timing="shared-noc")
+        cpsat_model.add_hint(cm, instance, plan)
         solver = cp_model.CpSolver()
         solver.parameters.fix_variables_to_their_hinted_value = True
         solver.parameters.num_workers = 1

@@ -25,7 +25,7 @@ from elk_opt.frontend.synthetic import synthetic_instance
 from elk_opt.io import plan_to_dict, save_instance
 from elk_opt.methods import heuristics, solve
 from elk_opt.solution import SolveOptions
-from formulations import cpsat, cpsat_model, ilp
+from formulations import cpsat, cpsat_model, cpsat_prepare, ilp
 from formulations.cpsat_probe import Probed
 from formulations.highs_run import new_highs, run_interruptible
 from tests.tiny import tiny_instance
@@ -89,7 +89,7 @@ def test_cpsat_cut_after_its_section5_phase_returns_the_best_plan_it_has(monkeyp
 
     instance = synthetic_instance(ops=12, plans=3, seed=2, tightness=0.6)
     warm = solve(instance, "basic", SolveOptions(timing="shared-noc"))
-    monkeypatch.setattr(cpsat, "build", build)
+    monkeypatch.setattr(cpsat_prepare, "build", build)
     plan = cpsat.solve(instance, SolveOptions(threads=1, timing="shared-noc",
                                               warm_start="basic", warm_plan=warm))
     c = plan.claims
@@ -117,7 +117,7 @@ def test_cpsat_whose_retiming_runs_out_searches_from_the_starts_as_they_are(monk
     instance = synthetic_instance(ops=12, plans=3, seed=2, tightness=0.6)
     warm = solve(instance, "basic", SolveOptions(timing="shared-noc"))
     monkeypatch.setattr(cpsat, "probe", nothing_found)
-    monkeypatch.setattr(cpsat, "retimed_start", cut)
+    monkeypatch.setattr(cpsat_prepare, "retimed_start", cut)
     plan = cpsat.solve(instance, SolveOptions(threads=1, timing="shared-noc", time_limit_s=20,
                                               warm_start="basic", warm_plan=warm))
     assert calls

@@ -26,7 +26,7 @@ from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Op
 from elk_opt.progress import report_progress
 from formulations.common import Restrictions, ceil_integer
-from formulations.cpsat import build
+from formulations.cpsat_model import build
 from formulations.cpsat_run import Interrupt
 
 
