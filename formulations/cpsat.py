@@ -38,6 +38,7 @@ from formulations.common import (
     claimed_bound,
     decode,
     fallback,
+    free_order,
     remaining,
 )
 from formulations.cpsat_after import after_mip, faster, retimed_replay
@@ -46,7 +47,6 @@ from formulations.cpsat_prepare import (
     CutShort,
     Prepared,
     ends_with_loads_run_whole,
-    free_order,
     infeasible,
     prepare,
     restriction_claims,

@@ -17,7 +17,7 @@ from ortools.sat.python import cp_model
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
-from formulations.common import Restrictions, ceil_integer, decode, remaining
+from formulations.common import Restrictions, ceil_integer, decode, free_order, remaining
 from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, solver_for
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.cpsat_starts import as_is, retimed_start, usable_start
@@ -71,11 +71,6 @@ def prepare(instance: Instance, options: SolveOptions, started: float | None = N
     if options.warm_start and cm.hinted:
         params["warm_start"] = options.warm_start
     return Prepared(cm, params, options)
-
-
-def free_order(options: SolveOptions) -> bool:
-    """Whether the model chooses the execution order too (R2); None means the instance's."""
-    return options.exec_order == "free"
 
 
 def restriction_claims(restrict: Restrictions, options: SolveOptions) -> dict:
