@@ -49,6 +49,11 @@ class SolveOptions:
     progress: bool = False  # a method may show its search's progress on stderr (elk_opt.progress)
     params: Mapping[str, Any] = field(default_factory=dict)  # method-specific knobs
 
+    @property
+    def free_order(self) -> bool:
+        """Whether the method chooses the execution order too (R2), not only the instance's."""
+        return self.exec_order == "free"
+
 
 def warm_start_from(plan: Plan) -> dict[str, Any]:
     """The `SolveOptions` fields that start a method from `plan`: the plan, named by the

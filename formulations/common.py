@@ -37,7 +37,7 @@ from elk_opt.problem import (
     Timing,
     program_from_issue,
 )
-from elk_opt.solution import SolveOptions, make_plan
+from elk_opt.solution import make_plan
 
 
 @dataclass(frozen=True)
@@ -105,11 +105,6 @@ class Restrictions:
 
     def slot_low(self, j: int) -> int:
         return 0 if self.window is None else max(0, j - self.window)
-
-
-def free_order(options: SolveOptions) -> bool:
-    """Whether an exact model chooses the execution order too (R2); None means the instance's."""
-    return options.exec_order == "free"
 
 
 def make_pair(chip: Chip, q: PreloadPlan, p: ExecPlan, warm: int, timing: Timing) -> Pair:

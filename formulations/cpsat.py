@@ -38,7 +38,6 @@ from formulations.common import (
     claimed_bound,
     decode,
     fallback,
-    free_order,
     remaining,
 )
 from formulations.cpsat_after import after_mip, faster, retimed_replay
@@ -96,7 +95,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     if status not in (cp_model.OPTIMAL, cp_model.FEASIBLE):
         bound = solver.best_objective_bound if status == cp_model.UNKNOWN else None
         plan = fallback(instance, options.warm_plan, "cpsat", started, bound, params,
-                        options.timing, free=free_order(options))
+                        options.timing, free=options.free_order)
         if plan is not None:
             return plan
         raise _nothing_found(options)
@@ -120,7 +119,7 @@ def _not_built(instance: Instance, options: SolveOptions, restrict: Restrictions
                     {**restriction_claims(restrict, options), "solver": "cp-sat",
                      "solver_status": f"{_stop_reason()} before the model was built"},
                     options.timing,
-                    free=free_order(options))
+                    free=options.free_order)
     if plan is not None:
         return plan
     if stop_requested():
@@ -146,7 +145,7 @@ def _cut_short(instance: Instance, options: SolveOptions, restrict: Restrictions
               "solver_status": f"{_stop_reason()} before the 5b model was solved"}
     _m, _k, best, source = min(found, key=lambda x: x[:2]) if found else (0, 0, None, "")
     plan = fallback(instance, best, "cpsat", started, cut.five.bound, params, "shared-noc",
-                    source, free=free_order(options))
+                    source, free=options.free_order)
     if plan is not None:
         return plan
     return _not_built(instance, options, restrict, started)
@@ -191,7 +190,7 @@ def _solve_shared(instance: Instance, options: SolveOptions, restrict: Restricti
         source = "warm start" if best is warm else "the section-5 model's plan"
         plan = fallback(instance, best, "cpsat", started, max(bounds, default=None), params,
                         "shared-noc", f"{source}, re-timed" if ready.retimed else source,
-                        free=free_order(options))
+                        free=options.free_order)
         plan = faster(instance, plan, replayed, max(bounds, default=None), params, started)
         if plan is None:
             raise _nothing_found(options)
@@ -242,7 +241,7 @@ def _probe_then_search(instance: Instance, restrict: Restrictions, started: floa
 
     def capped(cap: int, lower: int) -> CpsatModel:
         return build(instance, restrict, timing="shared-noc", upper=cap, lower=lower,
-                     deadline=deadline, free=free_order(options))
+                     deadline=deadline, free=options.free_order)
 
     probed = probe(capped, options, started, ready.floor, ready.upper, len(instance.ops))
     if probed.cm is not None:  # it holds the optimum: search on there

@@ -18,7 +18,7 @@ from elk_opt.interrupts import stop_requested
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
 from formulations.anneal import annealed_plan
-from formulations.common import Restrictions, claimed_bound, free_order, remaining
+from formulations.common import Restrictions, claimed_bound, remaining
 from formulations.fluid_floor import LoadsRunWhole, whole_ns_after
 from formulations.fluid_retime import retimed
 
@@ -46,7 +46,7 @@ def annealed_start(best: Plan, floor: int, options: SolveOptions,
     left = remaining(options.time_limit_s, started)
     if (left is None or options.work_limit is not None
             or Restrictions.from_params(options.params) != Restrictions()
-            or free_order(options) or stop_requested()):
+            or options.free_order or stop_requested()):
         return None
     return annealed_plan(best, "shared-noc", floor, ANNEAL_SHARE * left, options.seed, "cpsat",
                          started)

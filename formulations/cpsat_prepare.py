@@ -17,7 +17,7 @@ from ortools.sat.python import cp_model
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
-from formulations.common import Restrictions, ceil_integer, decode, free_order, remaining
+from formulations.common import Restrictions, ceil_integer, decode, remaining
 from formulations.cpsat_model import CpsatModel, add_hint, build, read_times, solver_for
 from formulations.cpsat_run import solve as run_cpsat
 from formulations.cpsat_starts import as_is, retimed_start, usable_start
@@ -57,13 +57,13 @@ def prepare(instance: Instance, options: SolveOptions, started: float | None = N
     OutOfTime when `deadline` passes first."""
     started = time.perf_counter() if started is None else started
     restrict = Restrictions.from_params(options.params)
-    if free_order(options) and restrict != Restrictions():
+    if options.free_order and restrict != Restrictions():
         raise UsageError("window, fifo and max_pending restrict the instance's order: "
                          "use them with --exec-order instance")
     if options.timing == "shared-noc":
         ready = _prepare_shared(instance, options, restrict, started, deadline)
         return retime_starts(instance, restrict, ready, started, deadline) if retime else ready
-    cm = build(instance, restrict, deadline=deadline, free=free_order(options),
+    cm = build(instance, restrict, deadline=deadline, free=options.free_order,
                lower=options.floor_ns)
     add_hint(cm, instance, options.warm_plan)
     params = {**restriction_claims(restrict, options), "solver": "cp-sat",
@@ -74,7 +74,7 @@ def prepare(instance: Instance, options: SolveOptions, started: float | None = N
 
 
 def restriction_claims(restrict: Restrictions, options: SolveOptions) -> dict:
-    return restrict.claims("free" if free_order(options) else "instance")
+    return restrict.claims("free" if options.free_order else "instance")
 
 
 def infeasible(instance: Instance, restrict: Restrictions) -> UsageError:
@@ -97,7 +97,7 @@ def _section5(instance: Instance, options: SolveOptions, restrict: Restrictions,
               started: float, deadline: Deadline) -> Section5:
     """Solve the section-5 model first: it is small and fast, its bound holds under 5b
     (sharing only slows) and its plan is a good 5b start."""
-    cm = build(instance, restrict, deadline=deadline, free=free_order(options))
+    cm = build(instance, restrict, deadline=deadline, free=options.free_order)
     add_hint(cm, instance, options.warm_plan)
     left = remaining(options.time_limit_s, started)
     solver = solver_for(replace(options, verbose=False),
@@ -138,7 +138,7 @@ def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restric
     upper = best.claims.makespan_ns if best is not None else None
     try:
         # the fluid LP holds for the instance's order only; a given floor for the orders solved
-        fluid = None if free_order(options) or options.floor_ns is not None \
+        fluid = None if options.free_order or options.floor_ns is not None \
             else _fluid(instance, options, started)
         floor = max((b for b in (five.bound, fluid, options.floor_ns) if b is not None),
                     default=None)
@@ -148,7 +148,7 @@ def _prepare_shared(instance: Instance, options: SolveOptions, restrict: Restric
                                  f"found, {upper:,} ns: it is not a lower bound")
             raise AssertionError(f"cpsat: lower bound {floor} above a plan's makespan {upper}")
         cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=floor,
-                   deadline=deadline, free=free_order(options))
+                   deadline=deadline, free=options.free_order)
     except OutOfTime:
         raise CutShort(five) from None
     params = {**restriction_claims(restrict, options), "solver": "cp-sat",
@@ -181,7 +181,7 @@ def retime_starts(instance: Instance, restrict: Restrictions, ready: Prepared,
         upper = best.claims.makespan_ns
         try:
             cm = build(instance, restrict, timing="shared-noc", upper=upper, lower=ready.floor,
-                       deadline=deadline, free=free_order(options))
+                       deadline=deadline, free=options.free_order)
         except OutOfTime:
             cm.model.add(cm.makespan <= upper)
     add_hint(cm, instance, best)
@@ -215,5 +215,5 @@ def ends_with_loads_run_whole(instance: Instance, options: SolveOptions) -> bool
     whole (`loads_run_whole`): on a decoder layer or less (`fits_loads_run_whole`), in the
     instance's order, and as `wants_loads_run_whole` says (BENCHMARKS.md, "Loads run
     whole")."""
-    return (fits_loads_run_whole(instance) and not free_order(options)
+    return (fits_loads_run_whole(instance) and not options.free_order
             and wants_loads_run_whole(options))

@@ -19,7 +19,6 @@ from formulations.common import (
     Restrictions,
     Warm,
     feasible_pairs,
-    free_order,
     hint_index,
     remaining,
     warm_decisions,
@@ -72,7 +71,7 @@ def usable_start(instance: Instance, restrict: Restrictions, plan: Plan | None,
     """The plan's decisions if it can start the 5b model: it executes in the instance's
     order (in free order: in one the dependencies allow) and obeys R5 and the window (the
     other restrictions only the restricted model checks)."""
-    warm = warm_decisions(instance, plan, "shared-noc", free=free_order(options))
+    warm = warm_decisions(instance, plan, "shared-noc", free=options.free_order)
     if warm is None or warm.schedule.peak_sram_bytes > instance.chip.sram_bytes:
         return None
     if any(warm.slot[j] < restrict.slot_low(j) for j in range(len(instance.ops))):

@@ -75,7 +75,7 @@ def export_model(instance: Instance, method: str, options: SolveOptions,
                  path: str | Path) -> Exported:
     """Build the method's model for `instance` under `options` and write it with its
     sidecar (and warm start); the method's options are checked as a solve checks them."""
-    if options.exec_order == "free":
+    if options.free_order:
         raise UsageError("exported models keep the instance's execution order, not free")
     fmt = model_format(method, path)
     model, sidecar = Path(path), sidecar_path(path)

@@ -47,7 +47,7 @@ def _alone(op: Op, pairs: list[Pair], exec_id: int, sram: int) -> PreloadPlan:
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     """In the instance's order (the default), or with `exec_order` "free" the best over
     candidate orders (heuristics.free_order)."""
-    if options.exec_order == "free":
+    if options.free_order:
         from heuristics.free_order import best_over_orders  # it falls back on Basic itself
 
         return best_over_orders(instance, options, "basic", _in_order)

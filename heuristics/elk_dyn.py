@@ -46,7 +46,7 @@ def port_aware(options: SolveOptions) -> PortAware:
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     """In the instance's order (the paper's problem, the default), or with `exec_order`
     "free" the best over candidate orders (heuristics.free_order)."""
-    if options.exec_order == "free":
+    if options.free_order:
         return best_over_orders(instance, options, "elk-dyn", _in_order)
     return _in_order(instance, options)
 

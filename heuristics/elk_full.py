@@ -86,7 +86,7 @@ def _slice(instance: Instance, template: Template, layers: int) -> tuple[Instanc
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     """In the instance's order (the paper's problem, the default), or with `exec_order`
     "free" the best over candidate orders (heuristics.free_order)."""
-    if options.exec_order == "free":
+    if options.free_order:
         return best_over_orders(instance, options, "elk-full", _in_order, screen=_elk_dyn)
     return _in_order(instance, options)
 

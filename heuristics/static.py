@@ -24,7 +24,7 @@ from heuristics.limits import deadline_of, stopped_params
 def solve(instance: Instance, options: SolveOptions) -> Plan:
     """In the instance's order (the default), or with `exec_order` "free" the best over
     candidate orders (heuristics.free_order)."""
-    if options.exec_order == "free":
+    if options.free_order:
         return best_over_orders(instance, options, "static", _in_order)
     return _in_order(instance, options)
 
