@@ -33,7 +33,8 @@ from elk_opt.certification.certificate import read_plan_or_certificate
 from elk_opt.files import save_json
 from elk_opt.frontend.chips import DEFAULT_CHIP
 from elk_opt.frontend.zoo import model_instance
-from elk_opt.io import read_json, save_plan
+from elk_opt.io import save_plan
+from elk_opt.json_input import read_json
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions
 from elk_opt.studies.paper import BATCHES, KV_LENS, MODELS

@@ -18,7 +18,7 @@ import platform
 from bench_fluid_milp import instances, slice_arguments
 
 from elk_opt.bounds.fluid_milp import fluid_milp_bound
-from elk_opt.io import read_json
+from elk_opt.json_input import read_json
 
 DEFAULT_CONFIGS = ("llama2-13b:64:2048:1,llama2-70b:64:2048:1,opt-30b:64:4096:1,"
                    "gemma2-27b:64:4096:1,llama2-13b:64:2048:2")

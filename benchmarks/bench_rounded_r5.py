@@ -19,7 +19,8 @@ from unittest import mock
 from elk_opt.bounds import fluid_sram
 from elk_opt.bounds.fluid import FluidBound
 from elk_opt.bounds.fluid_milp import fluid_milp_bound
-from elk_opt.io import plan_from_dict, read_json
+from elk_opt.io import plan_from_dict
+from elk_opt.json_input import read_json
 
 
 def timed(run) -> tuple[int | None, float]:

@@ -363,7 +363,7 @@ def check_certificate(certificate: dict[str, Any] | str | Path, *,
     found within `max_recompute_s` seconds comes out no lower when computed again. A document
     that is not a readable certificate raises InputError."""
     from elk_opt.certification.check import check
-    from elk_opt.io import read_json
+    from elk_opt.json_input import read_json
 
     if isinstance(certificate, str | Path):
         return check(read_json(certificate), str(certificate),

@@ -4,7 +4,7 @@ Loading never raises anything but `InputError`, whose message names the file, th
 and the offending value, e.g. `i.json: ops[12].exec_plans[3].space_bytes: must be a
 non-negative integer, got -5`. What is readable is one definition shared with `verify`, which
 implements it separately (docs/spec.md section 8): a plan loads when `verify` finds it readable and
-its program can be timed. Numbers stay where float64 is exact (MAX_INT, TIME_LIMIT_NS).
+its program can be timed. Fields are read, and JSON text parsed, by elk_opt.json_input.
 A gzipped file (`*.json.gz`, as studies keep their plans) reads as the JSON inside it, and
 saving is atomic (both by elk_opt.files).
 """
@@ -13,14 +13,21 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from elk_opt.errors import InputError
-from elk_opt.files import read_text, save_json
+from elk_opt.files import save_json
+from elk_opt.json_input import (
+    MAX_INT,
+    TIME_LIMIT_NS,
+    Reader,
+    is_int,
+    join_path,
+    read_json,
+    show,
+)
 from elk_opt.problem import (
     ABSENT_TIMING,
     STATUSES,
@@ -43,109 +50,7 @@ from elk_opt.problem import (
 INSTANCE_FORMAT = "elk-instance/1"
 PLAN_FORMAT = "elk-plan/1"
 INSTR_PATTERN = re.compile(r"([PE])(0|[1-9][0-9]*)")  # whole strings only: fullmatch
-MAX_INT = 2**53 - 1  # every integer read: the largest below which float64 is exact
-TIME_LIMIT_NS = 2**51  # an instance's longest possible run, and every release_ns
-MAX_METADATA_DEPTH = 64  # lists and objects nested in a value under an undefined key
-_DIGIT_LIMIT = 4300  # Python's default limit on int <-> str conversion
 
-
-class _Reader:
-    """Typed field access that turns every problem into an InputError with a path."""
-
-    def __init__(self, source: str):
-        self.source = source
-
-    def fail(self, path: str, message: str) -> InputError:
-        where = f"{path}: " if path else ""
-        return InputError(f"{self.source}: {where}{message}")
-
-    def obj(self, value: Any, path: str) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.fail(path, f"must be an object, got {_show(value)}")
-        return value
-
-    def field(self, obj: dict[str, Any], key: str, path: str) -> Any:
-        if key not in obj:
-            raise self.fail(_join(path, key), "missing")
-        return obj[key]
-
-    def nonneg(self, obj: dict[str, Any], key: str, path: str, limit: int = MAX_INT) -> int:
-        value = self.field(obj, key, path)
-        if not _is_int(value) or value < 0:
-            raise self.fail(_join(path, key), f"must be a non-negative integer, got {_show(value)}")
-        if value > limit:
-            raise self.fail(_join(path, key), f"must be at most {_limit_name(limit)} ({limit:,}), "
-                                              f"got {_show(value)}")
-        return value
-
-    def optional_nonneg(self, obj: dict[str, Any], key: str, path: str) -> int | None:
-        return self.nonneg(obj, key, path) if key in obj else None
-
-    def positive(self, obj: dict[str, Any], key: str, path: str) -> int:
-        value = self.field(obj, key, path)
-        if not _is_int(value) or value <= 0:
-            raise self.fail(_join(path, key), f"must be a positive integer, got {_show(value)}")
-        return self.nonneg(obj, key, path)
-
-    def string(self, obj: dict[str, Any], key: str, path: str) -> str:
-        value = self.field(obj, key, path)
-        if not isinstance(value, str):
-            raise self.fail(_join(path, key), f"must be a string, got {_show(value)}")
-        return value
-
-    def array(self, obj: dict[str, Any], key: str, path: str, nonempty: bool = False) -> list:
-        value = self.field(obj, key, path)
-        if not isinstance(value, list):
-            raise self.fail(_join(path, key), f"must be a list, got {_show(value)}")
-        if nonempty and not value:
-            raise self.fail(_join(path, key), "must not be empty")
-        return value
-
-    def metadata(self, obj: dict[str, Any], known: set[str], path: str) -> None:
-        """Keys the format does not define: allowed, nested at most MAX_METADATA_DEPTH deep."""
-        for key in obj:
-            if key not in known:
-                self.shallow(obj[key], _join(path, key))
-
-    def shallow(self, value: Any, path: str) -> None:
-        todo = [(value, 1)] if isinstance(value, dict | list) else []
-        while todo:  # a loop, not recursion: the nesting is what is being checked
-            item, depth = todo.pop()
-            if depth > MAX_METADATA_DEPTH:
-                raise self.fail(path, f"nested more than {MAX_METADATA_DEPTH} levels deep")
-            for child in item.values() if isinstance(item, dict) else item:
-                if isinstance(child, dict | list):
-                    todo.append((child, depth + 1))
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _join(path: str, key: str) -> str:
-    return f"{path}.{key}" if path else key
-
-
-def _limit_at(where: str) -> str:
-    """The largest integer a field at path `where` may hold, as the messages name it."""
-    return _limit_name(TIME_LIMIT_NS if re.match(r"(instance\.)?release_ns\b", where)
-                       else MAX_INT)
-
-
-def _limit_name(limit: int) -> str:
-    return "2**51" if limit == TIME_LIMIT_NS else "2**53 - 1"
-
-
-def _show(value: Any) -> str:
-    """A short rendering of a JSON value; never walks a (possibly huge or deep) container."""
-    if isinstance(value, list):
-        return f"a list of {len(value)} item{'s' if len(value) != 1 else ''}"
-    if isinstance(value, dict):
-        return f"an object with {len(value)} key{'s' if len(value) != 1 else ''}"
-    if _is_int(value) and abs(value) >= 10**60:
-        return "an integer of more than 60 digits"
-    text = json.dumps(value) if not isinstance(value, str) else repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _extras(obj: dict[str, Any], known: set[str]) -> dict[str, Any]:
@@ -167,13 +72,13 @@ _CHOICE_KEYS = {"exec", "preload"}
 _CLAIMS_KEYS = {"method", "status", "makespan_ns", "lower_bound_ns", "wall_s", "params"}
 
 
-def chip_from_dict(raw: Any, r: _Reader, path: str = "chip") -> Chip:
+def chip_from_dict(raw: Any, r: Reader, path: str = "chip") -> Chip:
     obj = r.obj(raw, path)
-    noc_path = _join(path, "noc")
+    noc_path = join_path(path, "noc")
     noc_obj = r.obj(r.field(obj, "noc", path), noc_path)
     topology = r.string(noc_obj, "topology", noc_path)
     if topology not in TOPOLOGIES:
-        raise r.fail(_join(noc_path, "topology"),
+        raise r.fail(join_path(noc_path, "topology"),
                      f"must be one of {', '.join(TOPOLOGIES)}, got {topology!r}")
     noc = Noc(
         topology=topology,  # type: ignore[arg-type]
@@ -185,7 +90,7 @@ def chip_from_dict(raw: Any, r: _Reader, path: str = "chip") -> Chip:
     if topology == "mesh":
         for key in ("mesh_rows", "mesh_cols", "hbm_ports"):
             if getattr(noc, key) <= 0:
-                raise r.fail(_join(noc_path, key),
+                raise r.fail(join_path(noc_path, key),
                              f"must be a positive integer on a mesh, got {getattr(noc, key)}")
     r.metadata(noc_obj, _NOC_KEYS, noc_path)
     r.metadata(obj, _CHIP_KEYS, path)
@@ -200,18 +105,18 @@ def chip_from_dict(raw: Any, r: _Reader, path: str = "chip") -> Chip:
     )
 
 
-def _op_from_dict(raw: Any, index: int, r: _Reader, path: str) -> Op:
+def _op_from_dict(raw: Any, index: int, r: Reader, path: str) -> Op:
     obj = r.obj(raw, path)
     layer = r.field(obj, "layer", path)
-    if layer is not None and (not _is_int(layer) or abs(layer) > MAX_INT):
-        raise r.fail(_join(path, "layer"), "must be an integer or null (magnitude at most "
-                                           f"2**53 - 1), got {_show(layer)}")
+    if layer is not None and (not is_int(layer) or abs(layer) > MAX_INT):
+        raise r.fail(join_path(path, "layer"), "must be an integer or null (magnitude at most "
+                                               f"2**53 - 1), got {show(layer)}")
     inputs = []
     for k, producer in enumerate(r.array(obj, "inputs", path)):
         where = f"{path}.inputs[{k}]"
-        if not _is_int(producer) or not 0 <= producer <= MAX_INT:
+        if not is_int(producer) or not 0 <= producer <= MAX_INT:
             raise r.fail(where, f"must be a non-negative integer at most 2**53 - 1, got "
-                                f"{_show(producer)}")
+                                f"{show(producer)}")
         if producer >= index:
             raise r.fail(where, f"input {producer} must come before op {index} "
                                 "(ops are listed in a topological order)")
@@ -272,7 +177,7 @@ def _op_from_dict(raw: Any, index: int, r: _Reader, path: str) -> Op:
     )
 
 
-def _unique_ids(plans: list, r: _Reader, path: str) -> set[int]:
+def _unique_ids(plans: list, r: Reader, path: str) -> set[int]:
     ids: set[int] = set()
     for k, plan in enumerate(plans):
         if plan.id in ids:
@@ -282,25 +187,25 @@ def _unique_ids(plans: list, r: _Reader, path: str) -> set[int]:
 
 
 def instance_from_dict(raw: Any, source: str = "<instance>", path: str = "") -> Instance:
-    r = _Reader(source)
+    r = Reader(source)
     obj = r.obj(raw, path)
     fmt = r.field(obj, "format", path)
     if fmt != INSTANCE_FORMAT:
-        raise r.fail(_join(path, "format"), f"must be {INSTANCE_FORMAT!r}, got {_show(fmt)}")
-    ops_path = _join(path, "ops")
+        raise r.fail(join_path(path, "format"), f"must be {INSTANCE_FORMAT!r}, got {show(fmt)}")
+    ops_path = join_path(path, "ops")
     ops = tuple(_op_from_dict(raw_op, i, r, f"{ops_path}[{i}]")
                 for i, raw_op in enumerate(r.array(obj, "ops", path, nonempty=True)))
     _check_totals(ops, r, ops_path)
     r.metadata(obj, _INSTANCE_KEYS, path)
     return Instance(
         name=r.string(obj, "name", path),
-        chip=chip_from_dict(r.field(obj, "chip", path), r, _join(path, "chip")),
+        chip=chip_from_dict(r.field(obj, "chip", path), r, join_path(path, "chip")),
         ops=ops,
         extra=_extras(obj, {"format", "name", "chip", "ops"}),
     )
 
 
-def _check_totals(ops: tuple[Op, ...], r: _Reader, path: str) -> None:
+def _check_totals(ops: tuple[Op, ...], r: Reader, path: str) -> None:
     """Sums the semantics can form stay below 2**53 (docs/spec.md section 7)."""
     longest_run = sum(max(q.load_ns for q in op.preload_plans)
                       + max(op.exec_by_id[w.exec].time_ns + w.time_ns for w in op.warmup)
@@ -373,11 +278,11 @@ def plan_from_dict(raw: Any, source: str = "<plan>") -> Plan:
     missing or repeated, a preload after its execute, chosen plan ids the op does not have and
     incompatible chosen pairs. Dependencies (R2), memory (R5) and claims (R6) are left to it.
     """
-    r = _Reader(source)
+    r = Reader(source)
     obj = r.obj(raw, "")
     fmt = r.field(obj, "format", "")
     if fmt != PLAN_FORMAT:
-        raise r.fail("format", f"must be {PLAN_FORMAT!r}, got {_show(fmt)}")
+        raise r.fail("format", f"must be {PLAN_FORMAT!r}, got {show(fmt)}")
     instance = instance_from_dict(r.field(obj, "instance", ""), source, "instance")
     n = len(instance.ops)
     raw_choice = r.array(obj, "choice", "")
@@ -410,23 +315,23 @@ def plan_from_dict(raw: Any, source: str = "<plan>") -> Plan:
     claims = _claims_from_dict(obj["claims"], r) if "claims" in obj else None
     timing = obj.get("timing", ABSENT_TIMING)
     if timing not in TIMINGS:
-        raise r.fail("timing", f"must be one of {', '.join(TIMINGS)}, got {_show(timing)}")
+        raise r.fail("timing", f"must be one of {', '.join(TIMINGS)}, got {show(timing)}")
     r.metadata(obj, _PLAN_KEYS, "")
     return Plan(instance=instance, choice=tuple(choice), program=tuple(program),
                 release_ns=release, claims=claims, timing=timing)
 
 
-def _program_from_list(raw: list, n: int, r: _Reader) -> list[Instr]:
+def _program_from_list(raw: list, n: int, r: Reader) -> list[Instr]:
     """Every op's P and E exactly once, P first: the programs that can be timed."""
     program: list[Instr] = []
     first: dict[Instr, int] = {}
     for k, text in enumerate(raw):
         if not isinstance(text, str):
-            raise r.fail(f"program[{k}]", f"must be a string, got {_show(text)}")
+            raise r.fail(f"program[{k}]", f"must be a string, got {show(text)}")
         instr = parse_instr(text)
         if instr is None or instr[1] >= n:
             raise r.fail(f"program[{k}]", f"must be P<op> or E<op> with op < {n}, "
-                                          f"got {_show(text)}")
+                                          f"got {show(text)}")
         if instr in first:
             raise r.fail(f"program[{k}]", f"{text} appears twice (also at program"
                                           f"[{first[instr]}])")
@@ -443,7 +348,7 @@ def _program_from_list(raw: list, n: int, r: _Reader) -> list[Instr]:
     return program
 
 
-def _claims_from_dict(raw: Any, r: _Reader) -> Claims:
+def _claims_from_dict(raw: Any, r: Reader) -> Claims:
     obj = r.obj(raw, "claims")
     status = r.string(obj, "status", "claims")
     if status not in STATUSES:
@@ -454,7 +359,7 @@ def _claims_from_dict(raw: Any, r: _Reader) -> Claims:
     wall = obj.get("wall_s", 0.0)  # NaN and infinities fail the range test
     if not isinstance(wall, int | float) or isinstance(wall, bool) or not 0 <= wall <= MAX_INT:
         raise r.fail("claims.wall_s", "must be a non-negative number at most 2**53 - 1, got "
-                                      f"{_show(wall)}")
+                                      f"{show(wall)}")
     params = r.obj(obj.get("params", {}), "claims.params")
     r.shallow(params, "claims.params")
     r.metadata(obj, _CLAIMS_KEYS, "claims")
@@ -482,69 +387,6 @@ def plan_to_dict(plan: Plan) -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------------------- files
-
-def read_json(path: str | Path) -> Any:
-    """Parse a JSON file, plain or gzipped; any failure becomes an InputError naming the file."""
-    return parse_json(read_text(path), str(path))
-
-
-class _NotJson(Exception):
-    """NaN, Infinity or -Infinity: Python's parser takes them, JSON has no such values."""
-
-
-def _reject_constant(name: str) -> Any:
-    raise _NotJson(name)
-
-
-def parse_json(text: str, source: str) -> Any:
-    """Parse JSON text from `source` (a file name, or e.g. a command-line option).
-
-    Every failure is an InputError: invalid JSON, NaN or Infinity, nesting too deep for the
-    parser, and integer literals too long for Python's int (named by their field path).
-    """
-    try:
-        return json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as e:
-        raise InputError(f"{source}: invalid JSON at line {e.lineno} column {e.colno}: "
-                         f"{e.msg}") from None
-    except _NotJson as e:
-        raise InputError(f"{source}: invalid JSON: {e} is not a JSON value") from None
-    except RecursionError:
-        raise _nested_too_deep(source) from None
-    except ValueError as e:  # an integer literal past Python's int-string limit
-        raise _huge_literal(text, source, e) from None
-
-
-def _nested_too_deep(source: str) -> InputError:
-    return InputError(f"{source}: JSON nested too deeply to parse (the formats need 6 levels, "
-                      "metadata 64 more)")
-
-
-class _HugeLiteral(int):
-    """Stands in for an integer literal too long to convert, to find its field path."""
-
-
-def _huge_or_int(text: str) -> int:
-    digits = len(text.lstrip("-"))
-    return int(text) if digits <= _DIGIT_LIMIT else _HugeLiteral(digits)
-
-
-def _huge_literal(text: str, source: str, error: ValueError) -> InputError:
-    try:
-        doc = json.loads(text, parse_int=_huge_or_int, parse_constant=_reject_constant)
-    except RecursionError:
-        return _nested_too_deep(source)
-    todo: list[tuple[Any, str]] = [(doc, "")]
-    while todo:
-        value, where = todo.pop()
-        if isinstance(value, _HugeLiteral):
-            return InputError(f"{source}: {where or 'document'}: must be at most "
-                              f"{_limit_at(where)}, got an integer of {int(value):,} digits")
-        if isinstance(value, dict):
-            todo.extend((v, _join(where, k)) for k, v in value.items())
-        elif isinstance(value, list):
-            todo.extend((v, f"{where}[{k}]") for k, v in enumerate(value))
-    return InputError(f"{source}: invalid JSON: {error}")
 
 
 def load_instance(path: str | Path) -> Instance:

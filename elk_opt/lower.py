@@ -48,7 +48,8 @@ from typing import Any
 
 from elk_opt.errors import InputError, UsageError
 from elk_opt.files import save_json
-from elk_opt.io import _Reader, chip_from_dict, chip_to_dict, read_json
+from elk_opt.io import chip_from_dict, chip_to_dict
+from elk_opt.json_input import Reader, read_json
 from elk_opt.problem import ABSENT_TIMING, TIMINGS, Chip, Choice, Instr, Plan, Timing
 
 DEVICE_FORMAT = "elk-device-program/1"
@@ -234,7 +235,7 @@ def _with_noc_ns(call: dict[str, Any], noc_ns: int | None) -> dict[str, Any]:
 
 
 def device_program_from_dict(raw: Any, source: str = "<device program>") -> DeviceProgram:
-    r = _Reader(source)
+    r = Reader(source)
     obj = r.obj(raw, "")
     fmt = r.field(obj, "format", "")
     if fmt != DEVICE_FORMAT:

@@ -23,7 +23,8 @@ from typing import Any
 
 from elk_opt.errors import InputError
 from elk_opt.evaluate import evaluate
-from elk_opt.io import instance_from_dict, read_json
+from elk_opt.io import instance_from_dict
+from elk_opt.json_input import read_json
 from elk_opt.problem import TIMINGS, Instance, Instr, Plan, Timing
 from elk_opt.solution import make_plan
 from formulations.common import claimed_bound, decode

@@ -14,7 +14,8 @@ import pytest
 
 from elk_opt.certification.check import check
 from elk_opt.frontend.artifact import artifact_instance
-from elk_opt.io import instance_from_dict, read_json
+from elk_opt.io import instance_from_dict
+from elk_opt.json_input import read_json
 from elk_opt.studies.paper import BATCHES, KV_LENS, MODELS
 
 BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"

@@ -11,7 +11,8 @@ import pytest
 
 import elk_opt
 from elk_opt.cli import main
-from elk_opt.io import load_plan, read_json, save_instance
+from elk_opt.io import load_plan, save_instance
+from elk_opt.json_input import read_json
 
 GZIP_MAGIC = b"\x1f\x8b"
 

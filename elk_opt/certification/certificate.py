@@ -16,7 +16,8 @@ from typing import Any, Literal
 
 from elk_opt.bounds.limits import FLUID_BAND
 from elk_opt.evaluate import evaluate
-from elk_opt.io import plan_from_dict, plan_to_dict, read_json
+from elk_opt.io import plan_from_dict, plan_to_dict
+from elk_opt.json_input import read_json
 from elk_opt.problem import Claims, Plan, Timing
 
 FORMAT = "elk-certificate/1"

@@ -33,7 +33,8 @@ from elk_opt.commands.flags import add_quiet, output_file, positive_float, posit
 from elk_opt.errors import InputError, UsageError
 from elk_opt.files import STDOUT, save_json
 from elk_opt.interrupts import stop_signals_held
-from elk_opt.io import INSTANCE_FORMAT, PLAN_FORMAT, instance_from_dict, plan_from_dict, read_json
+from elk_opt.io import INSTANCE_FORMAT, PLAN_FORMAT, instance_from_dict, plan_from_dict
+from elk_opt.json_input import read_json
 from elk_opt.problem import TIMINGS, Instance, Plan
 
 DEFAULT_MAX_RECOMPUTE_S = 30.0

@@ -16,7 +16,8 @@ import sys
 from elk_opt.commands.flags import output_file
 from elk_opt.files import save_json
 from elk_opt.frontend.chips import load_chip
-from elk_opt.io import plan_from_dict, read_json
+from elk_opt.io import plan_from_dict
+from elk_opt.json_input import read_json
 from elk_opt.lower import DEVICE_FORMAT, device_program_from_dict, lower, retarget
 from elk_opt.simulator import (
     EXACT_SHARING,

@@ -17,7 +17,8 @@ from typing import Any, Literal, cast
 
 from elk_opt.errors import InputError, UsageError
 from elk_opt.files import read_bytes
-from elk_opt.io import _Reader, chip_from_dict
+from elk_opt.io import chip_from_dict
+from elk_opt.json_input import Reader
 from elk_opt.problem import Chip
 
 DEFAULT_CHIP = "ipu-pod4-hbm3e"
@@ -100,7 +101,7 @@ def chip_from_toml(raw: dict[str, Any], source: str) -> Chip:
             kind = "a positive integer" if key in INTEGER_EXTRAS else "a finite positive number"
             raise InputError(f"{source}: extra.{key}: must be {kind}, got {value!r}")
         values[key] = value
-    chip = chip_from_dict({**flat, **values}, _Reader(source), "")
+    chip = chip_from_dict({**flat, **values}, Reader(source), "")
     if chip.cores % int(values["chips"]):
         raise InputError(f"{source}: extra.chips: {values['chips']} does not divide "
                          f"cores {chip.cores}")

@@ -21,7 +21,8 @@ from typing import Any
 
 from elk_opt.errors import InputError
 from elk_opt.files import ensure_dir, save_json
-from elk_opt.io import instance_to_dict, load_instance, read_json, save_instance
+from elk_opt.io import instance_to_dict, load_instance, save_instance
+from elk_opt.json_input import read_json
 from elk_opt.methods import METHODS, heuristics, solve
 from elk_opt.problem import TIMINGS, Timing
 from elk_opt.solution import SolveOptions

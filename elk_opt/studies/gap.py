@@ -27,7 +27,8 @@ from typing import Any
 from elk_opt.errors import InputError, UsageError
 from elk_opt.files import ensure_dir, save_json
 from elk_opt.interrupts import Terminated
-from elk_opt.io import plan_to_dict, read_json
+from elk_opt.io import plan_to_dict
+from elk_opt.json_input import read_json
 from elk_opt.methods import METHODS, solve, solving_in, with_exec_order
 from elk_opt.problem import ExecOrder, Instance, Plan, Timing
 from elk_opt.progress import report_progress, say

@@ -27,7 +27,7 @@ import numpy as np
 
 from elk_opt.errors import InputError
 from elk_opt.frontend.cost.analytic import AnalyticModel
-from elk_opt.io import read_json
+from elk_opt.json_input import read_json
 
 TABLE_FORMAT = "elk-cost-table/1"
 NEAREST = 4  # GEMM points averaged
