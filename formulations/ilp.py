@@ -12,23 +12,18 @@ A different encoding from the CP-SAT model, so each checks the other:
 Under section 5b (`timing="shared-noc"`) times are integers, lengths are variables no shorter
 than the durations, and `ilp_port` adds the contention rows; the plan carries the model's
 starts as release times (only those that bind).
-HiGHS runs in-process through highspy by default; CBC (PuLP's bundled binary) on request.
-The time limit bounds the whole solve, model building and the hand-over to HiGHS included:
+HiGHS runs in-process through highspy by default; CBC (PuLP's bundled binary) on request
+(`ilp_solvers`, which also hands the model over and runs it). The time limit bounds the whole solve, model building and the hand-over to HiGHS included:
 past it, the method returns its warm start (as CP-SAT does when it finds nothing) or says it
 could not build the model. A SIGINT stops HiGHS at once with its incumbent and bound.
 """
 
 from __future__ import annotations
 
-import math
-import signal
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import highspy
-import numpy as np
 import pulp
 
 from elk_opt.errors import UsageError
@@ -51,9 +46,8 @@ from formulations.common import (
 )
 from formulations.contention import candidates, stretch_limit
 from formulations.deadline import NO_DEADLINE, Deadline, OutOfTime
-from formulations.highs_run import new_highs, run_interruptible
 from formulations.ilp_port import PortRows, add_port_rows, warm_port_rows
-from formulations.ilp_solvers import IN_PROCESS, canonical, pulp_solver
+from formulations.ilp_solvers import IN_PROCESS, DeadlineHighs, canonical, run_solver
 from formulations.model_map import VariableMap, pick_map
 from formulations.replay import hinted_schedule, replay_shared
 
@@ -276,145 +270,6 @@ def set_warm_values(im: IlpModel, instance: Instance, plan: Plan | None) -> bool
     return True
 
 
-class _Highs(pulp.HiGHS):
-    """PuLP's in-process HiGHS, made to keep a method's deadline and answer Ctrl-C.
-
-    The model is handed to HiGHS in bulk, checking the deadline as it goes; HiGHS gets what
-    is left of it as its time limit, the variables' initial values as a start, and runs
-    through `run_interruptible`, so a SIGINT stops it with its incumbent. Its banner and log
-    appear, on stderr, only when verbose.
-    """
-
-    def __init__(self, deadline: Deadline, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.deadline = deadline
-        self.interrupted = False
-
-    def createAndConfigureSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
-        h = lp.solverModel = new_highs(self.msg)
-        if self.gapRel is not None:
-            h.setOptionValue("mip_rel_gap", self.gapRel)
-        if self.gapAbs is not None:
-            h.setOptionValue("mip_abs_gap", self.gapAbs)
-        if self.threads is not None:
-            h.setOptionValue("threads", self.threads)
-        for key, value in self.optionsDict.items():
-            h.setOptionValue(key, value)
-
-    def buildSolverModel(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
-        h = lp.solverModel
-        inf = highspy.kHighsInf
-        variables = lp.variables()
-        for k, v in enumerate(variables):
-            v.index = k
-        self.deadline.check()
-        cost = np.array([lp.objective.get(v, 0.0) for v in variables], dtype=float)
-        lower = np.array([-inf if v.lowBound is None else v.lowBound for v in variables],
-                         dtype=float)
-        upper = np.array([inf if v.upBound is None else v.upBound for v in variables],
-                         dtype=float)
-        h.addCols(len(variables), cost, lower, upper, 0, [], [], [])
-        if self.mip:
-            integer = np.array([v.index for v in variables if v.cat == pulp.LpInteger],
-                               dtype=np.int32)
-            if len(integer):
-                h.changeColsIntegrality(len(integer), integer,
-                                        np.full(len(integer), highspy.HighsVarType.kInteger))
-        row_lower, row_upper, start, index, value = [], [], [0], [], []
-        for k, constraint in enumerate(lp._constraints.values()):
-            if k % 1000 == 0:
-                self.deadline.check()
-            constraint.index = k
-            for v, coefficient in constraint.items():
-                if coefficient != 0:
-                    index.append(v.index)
-                    value.append(coefficient)
-            start.append(len(index))
-            lb, ub = constraint.getLb(), constraint.getUb()
-            row_lower.append(-inf if lb is None else lb)
-            row_upper.append(inf if ub is None else ub)
-        h.addRows(len(row_lower), np.array(row_lower, dtype=float),
-                  np.array(row_upper, dtype=float), len(index),
-                  np.array(start[:-1], dtype=np.int32), np.array(index, dtype=np.int32),
-                  np.array(value, dtype=float))
-
-    def callSolver(self, lp: pulp.LpProblem) -> None:  # noqa: N802 (PuLP's name)
-        h = lp.solverModel
-        left = self.deadline.left()
-        if left is not None:
-            h.setOptionValue("time_limit", max(0.05, left))
-        values = [v.varValue for v in lp.variables()]
-        if all(x is not None for x in values):
-            sol = highspy.HighsSolution()
-            sol.col_value = [float(x) for x in values]
-            sol.value_valid = True
-            h.setSolution(sol)
-        self.interrupted = run_interruptible(h)
-
-
-@dataclass(frozen=True)
-class Outcome:
-    proven: bool
-    has_solution: bool
-    objective: float | None
-    bound: float | None
-    status: str
-    interrupted: bool = False
-
-
-def run_solver(im: IlpModel, options: SolveOptions, solver: str, warm: bool,
-               deadline: Deadline) -> Outcome:
-    """Hand the model to the solver and run it until `deadline` (OutOfTime if the hand-over
-    itself does not finish by then). A SIGINT stops HiGHS with its incumbent; CBC (and any
-    other solver PuLP runs as a separate process) stops with its incumbent when the terminal
-    sends it the SIGINT too. Solvers other than in-process HiGHS report no bound through
-    PuLP: their solution is claimed proven only when they say optimal at gap 0."""
-    gap = options.gap if options.gap is not None else 0.0
-    if solver == IN_PROCESS:
-        # HiGHS's default tolerances: tightening them to 1e-9 proved nothing more and made a
-        # one-layer Llama2-13B model 17x slower (BENCHMARKS.md); claims stay honest either way,
-        # since every plan is re-timed exactly and a bound above it raises
-        extra = {"random_seed": options.seed}
-        backend = _Highs(deadline, msg=options.verbose, gapRel=gap, gapAbs=0.0,
-                         threads=options.threads or 2, **extra)
-        im.prob.solve(backend)
-        h = im.prob.solverModel
-        info = h.getInfo()
-        status = h.getModelStatus()
-        has = info.primal_solution_status == 2
-        return Outcome(proven=status == highspy.HighsModelStatus.kOptimal and gap == 0.0,
-                       has_solution=has,
-                       objective=info.objective_function_value if has else None,
-                       bound=info.mip_dual_bound if math.isfinite(info.mip_dual_bound) else None,
-                       status=h.modelStatusToString(status), interrupted=backend.interrupted)
-    left = deadline.left()
-    backend = pulp_solver(solver, msg=options.verbose,
-                          timeLimit=None if left is None else max(0.05, left),
-                          gapRel=gap, threads=options.threads or 2, warmStart=warm)
-    with _sigint_noted() as interrupted:
-        im.prob.solve(backend)
-    has = im.prob.sol_status in (pulp.LpSolutionOptimal, pulp.LpSolutionIntegerFeasible)
-    objective = pulp.value(im.prob.objective) if has else None
-    # PuLP reports no bound: a solution is proven only when the solver says optimal at gap 0
-    proven = im.prob.sol_status == pulp.LpSolutionOptimal and gap == 0.0 and not interrupted
-    status = pulp.LpStatus[im.prob.status] + (" (interrupted)" if interrupted else "")
-    return Outcome(proven=proven, has_solution=has, objective=objective,
-                   bound=objective if proven else None, status=status,
-                   interrupted=bool(interrupted))
-
-
-@contextmanager
-def _sigint_noted() -> Iterator[list[bool]]:
-    """While CBC runs, a SIGINT is noted instead of raised, so PuLP can still read what CBC
-    wrote; the yielded list is truthy once one arrived."""
-    noted: list[bool] = []
-    previous = signal.signal(signal.SIGINT, lambda _sig, _frame: noted.append(True))
-    try:
-        yield noted
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 def variable_map(im: IlpModel) -> VariableMap:
     """Where a solution's pairs and times are, by PuLP variable name."""
     def name(v: pulp.LpVariable | None) -> str | None:
@@ -471,7 +326,7 @@ def solve(instance: Instance, options: SolveOptions) -> Plan:
     solver, claims, timing = how.solver, dict(how.claims), options.timing
     try:
         im, warm = prepare(instance, options, how.restrict, deadline)
-        out = run_solver(im, options, solver, warm, deadline)
+        out = run_solver(im.prob, options, solver, warm, deadline)
     except (OutOfTime, KeyboardInterrupt) as stop:
         return _unsolved(instance, options, started, claims, stop)
     claims["solver_status"] = out.status
@@ -529,7 +384,7 @@ def lp_bound(instance: Instance, time_limit_s: float | None = None) -> int | Non
     `time_limit_s`, model building included; a SIGINT raises KeyboardInterrupt; TooLarge
     beyond the horizon HiGHS handles)."""
     deadline = Deadline.after(time_limit_s, time.perf_counter())
-    backend = _Highs(deadline, msg=False, mip=False)
+    backend = DeadlineHighs(deadline, msg=False, mip=False)
     try:
         im = build(instance, Restrictions(), relax=True, deadline=deadline)
         im.prob.solve(backend)
