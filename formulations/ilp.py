@@ -13,9 +13,10 @@ Under section 5b (`timing="shared-noc"`) times are integers, lengths are variabl
 than the durations, and `ilp_port` adds the contention rows; the plan carries the model's
 starts as release times (only those that bind).
 HiGHS runs in-process through highspy by default; CBC (PuLP's bundled binary) on request
-(`ilp_solvers`, which also hands the model over and runs it). The time limit bounds the whole solve, model building and the hand-over to HiGHS included:
-past it, the method returns its warm start (as CP-SAT does when it finds nothing) or says it
-could not build the model. A SIGINT stops HiGHS at once with its incumbent and bound.
+(`ilp_solvers`, which also hands the model over and runs it). The time limit bounds the
+whole solve, model building and the hand-over to HiGHS included: past it, the method returns
+its warm start (as CP-SAT does when it finds nothing) or says it could not build the model.
+A SIGINT stops HiGHS at once with its incumbent and bound.
 """
 
 from __future__ import annotations
