@@ -52,7 +52,7 @@ class Reader:
         if not is_int(value) or value < 0:
             raise self.fail(where, f"must be a non-negative integer, got {show(value)}")
         if value > limit:
-            raise self.fail(where, f"must be at most {limit_name(limit)} ({limit:,}), "
+            raise self.fail(where, f"must be at most {_limit_name(limit)} ({limit:,}), "
                                    f"got {show(value)}")
         return value
 
@@ -106,11 +106,11 @@ def join_path(path: str, key: str) -> str:
 
 def _limit_at(where: str) -> str:
     """The largest integer a field at path `where` may hold, as the messages name it."""
-    return limit_name(TIME_LIMIT_NS if re.match(r"(instance\.)?release_ns\b", where)
+    return _limit_name(TIME_LIMIT_NS if re.match(r"(instance\.)?release_ns\b", where)
                       else MAX_INT)
 
 
-def limit_name(limit: int) -> str:
+def _limit_name(limit: int) -> str:
     return "2**51" if limit == TIME_LIMIT_NS else "2**53 - 1"
 
 
