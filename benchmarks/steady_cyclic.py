@@ -16,7 +16,10 @@ frame (A_r, B_r):
   runs; one load at a time beside each execute; the loads fit in PI), so that CP-SAT's bound
   starts where the fluid LP's per-layer steady state is.
 `--order r:k,...` fixes the cyclic load order (op r of the block k blocks ahead, in start
-order within one period): with it CP-SAT often proves the order's optimum in seconds.
+order within one period): with it CP-SAT often proves the order's optimum in seconds, and a
+probe under a cap ends within a second. `--near` (with `--cap`) probes the plan's order and
+every order one move from it (one load taken out and put back elsewhere), each fixed: a
+search of the orders around the plan's, at the plan's pairs or at those `--pair` sets.
 
 The model's optimum is the best period of plans that repeat one block exactly, at these pairs,
 with loads at most `ahead` blocks early: a statement about such plans, not a bound on the
@@ -25,7 +28,7 @@ released at its model time, `elk_opt.evaluate`) and prints the periods it gives 
 
     python benchmarks/steady_cyclic.py CERT_OR_PLAN.json --layer 20 [--layers 1]
         [--time-limit 120] [--threads 2] [--order 10:0,18:0,...] [--check 8]
-        [--sram-scale 10] [--cap NS --worker max_lp]
+        [--sram-scale 10] [--cap NS --worker max_lp] [--pair 12:2:1 ...] [--near]
 
 With `--cap` the model is a probe: periods up to the cap, no hint. On the grid's two worst
 elk-paper rows its bound did not rise in 300 s: it stayed at the layer's executes end to end
@@ -48,7 +51,7 @@ from elk_opt.certification.certificate import read_plan_or_certificate
 from elk_opt.errors import InputError
 from elk_opt.evaluate import evaluate, evaluate_plan
 from elk_opt.noc import PORT, exec_use, load_use, shares
-from elk_opt.problem import Plan
+from elk_opt.problem import Choice, Plan
 from formulations import cpsat_run
 from formulations.lns_tiling import structure
 
@@ -255,9 +258,9 @@ def _hint(md: cp_model.CpModel, cycle: Cycle, pi: Var, s: list[Var], c: list[Var
 
 
 def check(plan: Plan, start: int, stop: int, cycle: Cycle, copies: int, ahead: int,
-          sram: int) -> None:
+          sram: int, changes: dict[int, Choice]) -> None:
     """Time `copies` blocks repeating `cycle`, each instruction released at its model time,
-    on the plan's chip with `sram` bytes of SRAM a core."""
+    on the plan's chip with `sram` bytes of SRAM a core, at the plan's pairs but `changes`."""
     inst, m = plan.instance, stop - start
     ops = []
     for block in range(copies):
@@ -271,7 +274,7 @@ def check(plan: Plan, start: int, stop: int, cycle: Cycle, copies: int, ahead: i
                                                                if x < block * m + r))))
     steady = dataclasses.replace(inst, name=f"{inst.name} steady", ops=tuple(ops),
                                  chip=dataclasses.replace(inst.chip, sram_bytes=sram))
-    choice = [plan.choice[start + r] for _ in range(copies) for r in range(m)]
+    choice = [changes.get(r, plan.choice[start + r]) for _ in range(copies) for r in range(m)]
     keyed, release = [], {}
     for block in range(copies):
         origin = (block + ahead) * cycle.period  # loads run up to `ahead` blocks early
@@ -305,6 +308,63 @@ def _order(text: str, own: Cycle, ahead: int) -> list[tuple[int, int]]:
     return order
 
 
+def pair_changes(texts: list[str]) -> dict[int, Choice]:
+    """`--pair r:preload:exec`, per op r of the block."""
+    out = {}
+    for text in texts:
+        try:
+            r, pre, ex = (int(x) for x in text.split(":"))
+        except ValueError:
+            raise ValueError(f"--pair: {text!r} is not op:preload:exec") from None
+        out[r] = Choice(exec=ex, preload=pre)
+    return out
+
+
+def with_pairs(plan: Plan, start: int, ops: list[SpacedCost], changes: dict[int, Choice]
+               ) -> list[SpacedCost]:
+    """The block's costs with op r at the pair `changes[r]` instead of the plan's."""
+    out = list(ops)
+    for r, c in changes.items():
+        if not 0 <= r < len(ops):
+            raise ValueError(f"--pair: the block has ops 0-{len(ops) - 1}, got op {r}")
+        op = plan.instance.ops[start + r]
+        if (c.preload, c.exec) not in op.warmup_ns:
+            raise ValueError(f"--pair: op {r} ({op.name}) has no pair {c.preload}:{c.exec}")
+        q, p = op.preload_by_id[c.preload], op.exec_by_id[c.exec]
+        out[r] = spaced_cost(q, p, exec_use(plan.instance.chip, p, op.warmup_ns[(c.preload,
+                                                                                 c.exec)]),
+                             load_use(plan.instance.chip, q))
+        if bool(out[r].load) != bool(ops[r].load):
+            raise ValueError(f"--pair: op {r} would change whether it loads data (the load "
+                             "orders are the plan's)")
+    return out
+
+
+def one_move(order: list[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """The order itself and every order with one load moved to another place."""
+    found = [order]
+    for i in range(len(order)):
+        for j in range(len(order)):
+            if j not in (i, i + 1):
+                moved = list(order)
+                moved.insert(j if j < i else j - 1, moved.pop(i))
+                found.append(moved)
+    return found
+
+
+def near(ops: list[SpacedCost], sram: int, ahead: int, limit_s: float, threads: int,
+         own: Cycle, cap: int, worker: str | None) -> None:
+    """`--near`: each order one move from the plan's, fixed, probed under the cap."""
+    counts: dict[str, int] = {}
+    for order in one_move(own.order()):
+        status, best, _bound = solve_cycle(ops, sram, ahead, limit_s, threads, own, order, cap,
+                                           worker)
+        counts[status] = counts.get(status, 0) + 1
+        if best is not None:
+            print(f"{status}: period {best.period:,} ns with the load order {best.order()}")
+    print("orders probed: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("plan", help="a plan or certificate under shared-noc")
@@ -320,11 +380,19 @@ def main() -> None:
     ap.add_argument("--cap", type=int, help="the period's upper end instead of the plan's, "
                     "without the plan as a hint: a probe of periods up to it")
     ap.add_argument("--worker", help="the one CP-SAT subsolver to run (e.g. max_lp)")
+    ap.add_argument("--pair", action="append", default=[], metavar="R:PRELOAD:EXEC",
+                    help="op R of the block runs this pair instead of the plan's (repeatable)")
+    ap.add_argument("--near", action="store_true", help="with --cap: probe the plan's load "
+                    "order and each order one move from it, fixed, --time-limit each")
     args = ap.parse_args()
     try:
         plan, _certificate = read_plan_or_certificate(args.plan)
         ops, own, start, stop = block_of(plan, args.layer, args.layers)
+        changes = pair_changes(args.pair)
+        ops = with_pairs(plan, start, ops, changes)
         order = _order(args.order, own, args.ahead) if args.order else None
+        if args.near and (args.cap is None or order is not None):
+            raise ValueError("--near needs --cap and no --order")
         if not args.sram_scale > 0:
             raise ValueError(f"--sram-scale must be > 0, got {args.sram_scale}")
         least = least_period(ops)
@@ -336,7 +404,14 @@ def main() -> None:
     sram = int(plan.instance.chip.sram_bytes * args.sram_scale)
     print(f"block: layers {args.layer}-{args.layer + args.layers - 1}, {len(ops)} ops; the plan's "
           f"period {own.period:,} ns, its load order {own.order()}")
+    if args.pair:
+        print(f"pairs changed: {', '.join(args.pair)}; the block's executes end to end "
+              f"{sum(o.run for o in ops):,} ns")
     began = time.perf_counter()
+    if args.near:
+        near(ops, sram, args.ahead, args.time_limit, args.threads, own, args.cap, args.worker)
+        print(f"{time.perf_counter() - began:.1f} s")
+        return
     try:
         status, best, bound = solve_cycle(ops, sram, args.ahead, args.time_limit, args.threads,
                                           own, order, args.cap, args.worker)
@@ -350,7 +425,7 @@ def main() -> None:
           f"({(best.period / own.period - 1) * 100:+.3f}% against the plan's); "
           f"load order {best.order()}")
     if args.check:
-        check(plan, start, stop, best, args.check, args.ahead, sram)
+        check(plan, start, stop, best, args.check, args.ahead, sram, changes)
 
 
 if __name__ == "__main__":
