@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -356,13 +357,19 @@ def near(ops: list[SpacedCost], sram: int, ahead: int, limit_s: float, threads: 
          own: Cycle, cap: int, worker: str | None) -> None:
     """`--near`: each order one move from the plan's, fixed, probed under the cap."""
     counts: dict[str, int] = {}
-    for order in one_move(own.order()):
+    orders = one_move(own.order())
+    for k, order in enumerate(orders, 1):
         status, best, _bound = solve_cycle(ops, sram, ahead, limit_s, threads, own, order, cap,
                                            worker)
         counts[status] = counts.get(status, 0) + 1
         if best is not None:
             print(f"{status}: period {best.period:,} ns with the load order {best.order()}")
-    print("orders probed: " + ", ".join(f"{n} {s.lower()}" for s, n in sorted(counts.items())))
+        print(f"order {k} of {len(orders)}: {_counted(counts)}", file=sys.stderr, flush=True)
+    print(f"orders probed: {_counted(counts)}")
+
+
+def _counted(counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {status.lower()}" for status, n in sorted(counts.items()))
 
 
 def main() -> None:

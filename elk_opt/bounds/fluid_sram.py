@@ -8,7 +8,7 @@ only execute that can be active in it).
 What the fluid LP misses: a load that makes progress early holds SRAM from its issue until its
 op executes. Precisely, if load j (j > k) does any work before S_k, or while E<k> is active,
 then P<j> precedes E<k> in the program (a preload listed after E<k> starts no earlier than
-E<k> ends, DESIGN.md 5 and 5b), and E<j> follows E<k>, so j is pending at E<k> and R5 at k
+E<k> ends, docs/spec.md 5 and 5b), and E<j> follows E<k>, so j is pending at E<k> and R5 at k
 charges its preload space in full.
 
 Per op j and each of its pairs a whose load moves data, the LP gets cumulative fractions

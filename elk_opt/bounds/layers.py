@@ -2,7 +2,7 @@
 each distinct layer solved once.
 
 Valid for every plan that executes in the instance's order (R2's default), under the timing
-of the model (`shared-noc`: DESIGN.md 5b, `separate-noc`: section 5), at any pair choice,
+of the model (`shared-noc`: docs/spec.md 5b, `separate-noc`: section 5), at any pair choice,
 preload order, issue points and releases.
 
 Windows. The ops are cut where the `layer` field changes (runs longer than `max_width` are cut
