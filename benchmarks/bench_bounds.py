@@ -3,7 +3,7 @@
 PYTHONPATH=. python benchmarks/bench_bounds.py [--sizes 20000,100000]
                                               [--dense-sizes 2000,5000] [--repeats 3]
 PYTHONPATH=. python benchmarks/bench_bounds.py --table
-PYTHONPATH=. python benchmarks/bench_bounds.py --scale [--baseline /work/main]
+PYTHONPATH=. python benchmarks/bench_bounds.py --scale [--baseline OTHER_CHECKOUT]
 PYTHONPATH=. python benchmarks/bench_bounds.py --settings [--limit 10]
 PYTHONPATH=. python benchmarks/bench_bounds.py --sram
 PYTHONPATH=. python benchmarks/bench_bounds.py --slices INSTANCE.json -o DIR [--limit 90]

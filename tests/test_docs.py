@@ -27,6 +27,17 @@ def test_documents_point_inside_the_repository(path):
             assert (path.parent / target).exists(), f"{path.name} links to missing {target}"
 
 
+SOURCES = sorted(p for folder in ("elk_opt", "formulations", "heuristics", "verify", "benchmarks")
+                 for p in (ROOT / folder).rglob("*.py"))
+
+
+def test_the_code_points_inside_the_repository():
+    """Docstrings and comments are documents too (`help()`, `--help`, a reader of the code)."""
+    outside = [f"{p.relative_to(ROOT)}: {hit}" for p in SOURCES
+               for hit in OUTSIDE.findall(p.read_text(encoding="utf-8"))]
+    assert not outside
+
+
 def _helps() -> list[str]:
     parser = build_parser()
     sub = next(a for a in parser._actions if a.choices and "solve" in a.choices)
