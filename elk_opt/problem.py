@@ -6,6 +6,7 @@ Times are integer nanoseconds and sizes integer bytes, as in the file formats.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -130,6 +131,12 @@ class Claims:
     lower_bound_ns: int | None = None
     wall_s: float = 0.0
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # a plan file with it would not load again (elk_opt.io); a negative time means the
+        # method's `started` came from another clock than time.perf_counter()
+        if not (math.isfinite(self.wall_s) and self.wall_s >= 0):
+            raise ValueError(f"claims.wall_s must be a finite time >= 0, got {self.wall_s!r}")
 
 
 Kind = Literal["P", "E"]

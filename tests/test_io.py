@@ -1,5 +1,6 @@
 """JSON round trips and the loader's error messages."""
 
+import dataclasses
 import gc
 import json
 
@@ -27,6 +28,15 @@ def test_instance_and_plan_round_trip(instance):
     again = plan_from_dict(json.loads(json.dumps(plan_to_dict(plan))))
     assert again.choice == plan.choice and again.program == plan.program
     assert again.claims.makespan_ns == plan.claims.makespan_ns
+
+
+@pytest.mark.parametrize("wall", [-1796616982.1, float("nan"), float("inf")])
+def test_claims_refuse_a_wall_time_no_plan_file_could_hold(wall):
+    # e.g. a method's `started` read from time.time() instead of time.perf_counter(): the plan
+    # would be written, then refused by the loader
+    plan = solve(synthetic_instance(ops=3), "basic")
+    with pytest.raises(ValueError, match="wall_s"):
+        dataclasses.replace(plan.claims, wall_s=wall)
 
 
 def test_extra_keys_survive_a_round_trip():
