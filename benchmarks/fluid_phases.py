@@ -21,30 +21,29 @@ from __future__ import annotations
 
 import argparse
 
-from elk_opt.bounds.cuts import pair_costs
-from elk_opt.bounds.fluid import FluidModel, _undominated, build_fluid
+from elk_opt.bounds.fluid import FluidModel, build_fluid, fluid_costs
 from elk_opt.errors import InputError
 from elk_opt.io import load_instance
 from elk_opt.problem import Instance
 
 
-def phases(model: FluidModel, b: int) -> tuple[float, dict[int, float], dict[int, float]]:
-    """Interval b's execute alone, beside each class, and each class's load alone (ns)."""
+def phases(model: FluidModel, b: int) -> tuple[float, dict[int, float], float]:
+    """Interval b's execute alone, beside each class, and loads with no execute (ns)."""
     solution = model.lp.solution
     assert solution is not None
     alone = sum(solution[c] for c in model.solo[b])
-    idle = {model.reps[k]: solution[c] for k, c in enumerate(model.alone[b])}
+    loads_alone = sum(solution[c] for c in model.alone[b])
     beside: dict[int, float] = {}
     if b < len(model.work):  # the last interval has no load columns
         for k, work in enumerate(model.work[b]):
             for c in work:
                 if c not in model.alone[b]:
                     beside[model.reps[k]] = beside.get(model.reps[k], 0.0) + solution[c]
-    return alone, beside, idle
+    return alone, beside, loads_alone
 
 
 def report(instance: Instance, layer: int, limit_s: float) -> None:
-    costs = [_undominated(cs) for cs in pair_costs(instance)]
+    costs = fluid_costs(instance)
     model = build_fluid(costs, "shared-noc")
     bound = model.solve(limit_s, 1)
     if bound is None:
@@ -56,11 +55,10 @@ def report(instance: Instance, layer: int, limit_s: float) -> None:
     for j, op in enumerate(instance.ops):
         if op.layer != layer:
             continue
-        alone, beside, idle = phases(model, j + 1)
+        alone, beside, loads_alone = phases(model, j + 1)
         demands = sorted({c.exec_demand for c in costs[j]})
         span = f"{demands[0]}-{demands[-1]}" if len(demands) > 1 else str(demands[0])
         shown = ", ".join(f"{rep}: {t:,.0f}" for rep, t in sorted(beside.items()) if t >= 0.5)
-        loads_alone = sum(idle.values())
         if loads_alone >= 0.5:
             shown += f"; loads alone {loads_alone:,.0f}"
         hbm_idle += alone

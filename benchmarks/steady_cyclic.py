@@ -92,12 +92,7 @@ def block_of(plan: Plan, first_layer: int, layers: int) -> Block:
     schedule = evaluate_plan(plan)
     origin = schedule.exec_start[start]
     period = schedule.exec_start[found.runs[first_layer + layers][0]] - origin
-    ops = []
-    for j in range(start, stop):
-        op, c = inst.ops[j], plan.choice[j]
-        q, p = op.preload_by_id[c.preload], op.exec_by_id[c.exec]
-        warm = op.warmup_ns[(c.preload, c.exec)]
-        ops.append(spaced_cost(q, p, exec_use(inst.chip, p, warm), load_use(inst.chip, q)))
+    ops = [cost_of(plan, j, plan.choice[j]) for j in range(start, stop)]
     loaded = [r for r, cost in enumerate(ops) if cost.load]
     own = Cycle(period,
                 tuple(schedule.exec_start[j] - origin for j in range(start, stop)),
@@ -105,6 +100,14 @@ def block_of(plan: Plan, first_layer: int, layers: int) -> Block:
                 {r: schedule.load_start[start + r] - origin for r in loaded},
                 {r: schedule.load_end[start + r] - origin for r in loaded})
     return ops, own, start, stop
+
+
+def cost_of(plan: Plan, j: int, c: Choice) -> SpacedCost:
+    """Op j of the plan's instance at pair `c`: its times, demands and spaces."""
+    op, chip = plan.instance.ops[j], plan.instance.chip
+    q, p = op.preload_by_id[c.preload], op.exec_by_id[c.exec]
+    return spaced_cost(q, p, exec_use(chip, p, op.warmup_ns[(c.preload, c.exec)]),
+                       load_use(chip, q))
 
 
 def least_period(ops: list[SpacedCost]) -> int:
@@ -331,10 +334,7 @@ def with_pairs(plan: Plan, start: int, ops: list[SpacedCost], changes: dict[int,
         op = plan.instance.ops[start + r]
         if (c.preload, c.exec) not in op.warmup_ns:
             raise ValueError(f"--pair: op {r} ({op.name}) has no pair {c.preload}:{c.exec}")
-        q, p = op.preload_by_id[c.preload], op.exec_by_id[c.exec]
-        out[r] = spaced_cost(q, p, exec_use(plan.instance.chip, p, op.warmup_ns[(c.preload,
-                                                                                 c.exec)]),
-                             load_use(plan.instance.chip, q))
+        out[r] = cost_of(plan, start + r, c)
         if bool(out[r].load) != bool(ops[r].load):
             raise ValueError(f"--pair: op {r} would change whether it loads data (the load "
                              "orders are the plan's)")

@@ -97,6 +97,11 @@ def _undominated(costs: list[PairCost]) -> list[PairCost]:
     return [c for c in costs if not any(o != c and dominates(o, c) for o in costs)]
 
 
+def fluid_costs(instance: Instance) -> list[list[PairCost]]:
+    """Per op, the pair costs the fluid LP is built over (the undominated ones)."""
+    return [_undominated(cs) for cs in pair_costs(instance)]
+
+
 class _Lp:
     """Columns with costs and rows with bounds, gathered sparsely and passed to HiGHS once."""
 
@@ -300,7 +305,7 @@ def fluid_pairs(instance: Instance, timing: Timing, time_limit_s: float | None =
     """The fluid LP's bound and, per op, the pair cost its optimum weighs most (None if the
     LP did not finish): the pairs the relaxation finds cheapest for the whole model, a guide
     for heuristics (heuristics.lp_pairs)."""
-    costs = [_undominated(cs) for cs in pair_costs(instance)]
+    costs = fluid_costs(instance)
     model = build_fluid(costs, timing, max_classes)
     bound = model.solve(time_limit_s, threads)
     x = model.lp.solution
@@ -314,7 +319,7 @@ def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None =
                 max_classes: int = 16, threads: int = 1) -> FluidBound:
     """The fluid LP's bound (module docstring) for plans under `timing`."""
     started = time.perf_counter()
-    costs = [_undominated(cs) for cs in pair_costs(instance)]
+    costs = fluid_costs(instance)
     if not costs:
         return FluidBound(0, 0, 0, 0, time.perf_counter() - started)
     model = build_fluid(costs, timing, max_classes)

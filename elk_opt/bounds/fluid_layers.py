@@ -26,8 +26,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from elk_opt.bounds.cuts import pair_costs
-from elk_opt.bounds.fluid import _undominated, build_fluid
+from elk_opt.bounds.fluid import build_fluid, fluid_costs
 from elk_opt.bounds.layers import LayerBound, layer_bound
 from elk_opt.problem import Instance, Timing
 
@@ -51,7 +50,7 @@ def fluid_layers_bound(instance: Instance, timing: Timing, window_time_s: float 
     started = time.perf_counter()
     if windows is None:
         windows = layer_bound(instance, timing, per, window_time_s, threads)
-    costs = [_undominated(cs) for cs in pair_costs(instance)]
+    costs = fluid_costs(instance)
     if not costs:
         return FluidLayersBound(0, 0, 0, 0, 0, time.perf_counter() - started)
     model = build_fluid(costs, timing, max_classes)
