@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 
 from elk_opt.bounds.fluid import FluidModel, build_fluid, fluid_costs
+from elk_opt.commands.flags import positive_float
 from elk_opt.errors import InputError
 from elk_opt.io import load_instance
 from elk_opt.problem import Instance
@@ -70,7 +71,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("instance", help="an instance (elk-instance/1)")
     ap.add_argument("--layer", type=int, required=True, help="the ops' `layer` field to show")
-    ap.add_argument("--time-limit", type=float, default=120.0)
+    ap.add_argument("--time-limit", type=positive_float, default=120.0)
     args = ap.parse_args()
     try:
         instance = load_instance(args.instance)

@@ -49,6 +49,7 @@ from ortools.sat.python import cp_model
 
 from elk_opt.bounds.fluid_sram import SpacedCost, spaced_cost
 from elk_opt.certification.certificate import read_plan_or_certificate
+from elk_opt.commands.flags import positive_float
 from elk_opt.errors import InputError
 from elk_opt.evaluate import evaluate, evaluate_plan
 from elk_opt.noc import PORT, exec_use, load_use, shares
@@ -378,7 +379,7 @@ def main() -> None:
     ap.add_argument("--layer", type=int, required=True, help="the block's first layer")
     ap.add_argument("--layers", type=int, default=1, help="layers in the repeated block")
     ap.add_argument("--ahead", type=int, default=2, help="blocks a load may run early")
-    ap.add_argument("--time-limit", type=float, default=120.0)
+    ap.add_argument("--time-limit", type=positive_float, default=120.0)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--order", help="fixed cyclic load order: op:blocks_ahead,...")
     ap.add_argument("--check", type=int, default=0, help="copies to time exactly (0: none)")
