@@ -8,7 +8,8 @@ from elk_opt.cli import main
 from elk_opt.errors import InputError, UsageError
 from elk_opt.frontend.build import instance_from_graph
 from elk_opt.frontend.chips import load_chip
-from elk_opt.frontend.onnx_import import Bindings, import_graph
+from elk_opt.frontend.onnx_file import Bindings
+from elk_opt.frontend.onnx_import import import_graph
 
 BF = TensorProto.BFLOAT16
 

@@ -17,7 +17,8 @@ import onnx
 from elk_opt.errors import UsageError
 from elk_opt.frontend.chips import NocOccupancy, resolve_noc_occupancy
 from elk_opt.frontend.cost import DEFAULT_COST_MODEL, CostModel, get_cost_model
-from elk_opt.frontend.onnx_import import Bindings, GraphOp, Work, import_graph
+from elk_opt.frontend.onnx_file import Bindings
+from elk_opt.frontend.onnx_import import GraphOp, Work, import_graph
 from elk_opt.frontend.partition import (
     DEFAULT_SEARCH,
     NoPlanFits,

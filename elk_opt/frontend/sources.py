@@ -41,7 +41,7 @@ def instance_from_source(source: str | Path, chip: Chip, *, batch: int = 32, kv_
     if layers is not None:
         raise UsageError("--layers applies to zoo models; export fewer layers instead")
     from elk_opt.frontend.build import instance_from_graph
-    from elk_opt.frontend.onnx_import import load_model
+    from elk_opt.frontend.onnx_file import load_model
 
     model = load_model(path)
     if progress:
