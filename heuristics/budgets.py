@@ -1,6 +1,6 @@
 """Static's execute budgets: one execute-space budget X for the whole model, the rest of SRAM a
 fixed preload region (heuristics.static). Shared so the inductive scheduler can try the best
-budget's region as a cap on the preloads' lead (heuristics.inductive.preload_regions).
+budget's region as a cap on the preloads' lead (heuristics.inductive_best.preload_regions).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ where they would slow a NoC-heavy execute more than waiting costs (heuristics.in
 heuristics.delays), the preload order kept; last, the chosen schedule's loads are issued
 sooner where that pays (heuristics.advances), each with the queue before it. Knobs
 (SolveOptions.params, 0 or 1, default 1), for ablations: port_prices, port_score, hold_loads,
-preload_region, issue_sooner (heuristics.inductive.PortAware); with all five 0 it is the
+preload_region, issue_sooner (heuristics.inductive_best.PortAware); with all five 0 it is the
 paper's Elk-Dyn, scored under 5b.
 The time limit (or a SIGINT under `elk-opt solve`) ends the search with the best schedule so
 far (`stopped` in the params); cut before its first schedule, it returns Basic's plan.
@@ -20,7 +20,7 @@ from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Plan
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics.free_order import best_over_orders
-from heuristics.inductive import (
+from heuristics.inductive_best import (
     PortAware,
     issued_sooner,
     ladder_sets,

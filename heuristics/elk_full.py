@@ -10,7 +10,7 @@ the best makespan wins, and its loads are then issued sooner where that pays
 identity order on the whole model gives Elk-Dyn's schedule on the way (before its loads may
 pass each other), which gets Elk-Dyn's last pass and is kept if it ends up faster, so
 Elk-Full is never worse than Elk-Dyn. The identity picks the ladder set and preload region
-(heuristics.inductive.schedule_best); the other orders are scheduled under those only, which
+(heuristics.inductive_best.schedule_best); the other orders are scheduled under those only, which
 keeps Elk-Full within a few times Elk-Dyn's time (trying every set and region for the
 finalists too was 2.5-5x slower and changed one of six large cells, by 0.5%). Knobs
 (SolveOptions.params): max_shift (2), screen_layers (4), finalists (4), max_orders (1000:
@@ -33,7 +33,7 @@ from elk_opt.progress import track
 from elk_opt.solution import SolveOptions, make_plan
 from heuristics import elk_dyn
 from heuristics.free_order import best_over_orders
-from heuristics.inductive import (
+from heuristics.inductive_best import (
     LadderSet,
     Scheduled,
     issued_sooner,
