@@ -25,6 +25,7 @@ from elk_opt.bounds.fluid_milp import fluid_milp_bound
 from elk_opt.bounds.fluid_sram import fluid_sram_bound
 from elk_opt.bounds.ideal import allowed_pairs, ideal_bound, least_tail
 from elk_opt.bounds.layers import layer_bound, layer_windows
+from elk_opt.bounds.limits import MAX_CLASSES, UNRECORDED_CLASSES
 from elk_opt.bounds.recompute import recompute
 from elk_opt.bounds.run_all import lower_bounds
 from elk_opt.bounds.split import fluid_split_bound, split_band
@@ -530,6 +531,9 @@ def test_class_representatives_round_down():
     assert representatives({0, 300, 500, 990}, 16) == [0, 300, 500, 990]
     reps = representatives(set(range(0, 1001, 10)), 5)
     assert len(reps) == 5 and reps[0] == 0 and reps[-1] == 1000
+    assert representatives({300, 500, 990}, 1) == [300]  # one class: the least demand
+    with pytest.raises(ValueError, match="max_classes"):
+        representatives({300}, 0)
 
 
 def test_bound_command_reports_each_timing_s_bounds(tmp_path, capsys):
@@ -569,6 +573,22 @@ def test_every_reported_bound_is_recomputed_from_its_params():
                 if row["status"] == "complete":
                     assert recompute(instance, timing, row["bound"], row["params"]) == row["ns"]
 
+
+
+def test_a_fluid_row_is_recomputed_with_the_classes_it_was_built_with():
+    # the calibration layer has 14 load demands: 2 classes round most of them down
+    instance = load_instance(CALIBRATION)
+    few = fluid_bound(instance, "shared-noc", max_classes=2).bound_ns
+    every = fluid_bound(instance, "shared-noc").bound_ns
+    assert few < every
+    assert recompute(instance, "shared-noc", "fluid", {"max_classes": 2}) == few
+    # rows written before `max_classes` was recorded were built with UNRECORDED_CLASSES
+    assert recompute(instance, "shared-noc", "fluid", {}) == fluid_bound(
+        instance, "shared-noc", max_classes=UNRECORDED_CLASSES).bound_ns
+    report = lower_bounds(instance, timing="shared-noc", window=0, layers=0, lp_max_ops=0,
+                          fluid_contiguous_max_ops=0)
+    assert all(r["params"]["max_classes"] == MAX_CLASSES for r in report["bounds"]
+               if r["bound"].startswith("fluid"))
 
 def test_identical_layers_are_solved_once_and_counted_each_time():
     instance = synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)  # 3 layers of 12

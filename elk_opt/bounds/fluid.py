@@ -34,6 +34,9 @@ and a load that overlaps it slows one of the two.
 Demand classes: with more distinct load demands than `max_classes`, each demand is rounded
 down to one of `max_classes` representatives. Rounding a load's demand down never lowers
 sL or sE (the port leaves at least as much to each), so the rounded LP is a relaxation too.
+The default, `limits.MAX_CLASSES`, keeps every class of the zoo's models exact (at most 19
+distinct demands on the Figure 17 grid): with 16, the LP of Gemma2-27B b64 KV2048 `analytic`
+sat 9,848 ns lower (BENCHMARKS.md, "Every load demand its own class").
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import highspy
 import numpy as np
 
 from elk_opt.bounds.cuts import PairCost, pair_costs
+from elk_opt.bounds.limits import MAX_CLASSES
 from elk_opt.noc import shares
 from elk_opt.problem import Instance, Timing
 from formulations.highs_run import new_highs, run_interruptible
@@ -73,9 +77,13 @@ def speeds(load_demand: int, exec_demand: int, timing: Timing) -> tuple[float, f
 
 def representatives(demands: set[int], max_classes: int) -> list[int]:
     """At most `max_classes` demands, the least always among them, evenly spread in rank."""
+    if max_classes < 1:
+        raise ValueError(f"max_classes must be at least 1, got {max_classes}")
     ordered = sorted(demands)
     if len(ordered) <= max_classes:
         return ordered
+    if max_classes == 1:
+        return ordered[:1]
     step = (len(ordered) - 1) / (max_classes - 1)
     return sorted({ordered[round(k * step)] for k in range(max_classes)})
 
@@ -231,7 +239,7 @@ class FluidModel:
         return max(0, math.ceil(value - margin))
 
 
-def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 16,
+def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = MAX_CLASSES,
                 reps: Sequence[int] | None = None, tail: bool = False) -> FluidModel:
     """The fluid LP (module docstring) over per-op pair costs, not yet solved. `costs` may
     be any PairCost (sub)class instances: an extension keeps more numbers per pair.
@@ -301,7 +309,8 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
 
 
 def fluid_pairs(instance: Instance, timing: Timing, time_limit_s: float | None = None,
-                threads: int = 1, max_classes: int = 16) -> tuple[int, list[PairCost]] | None:
+                threads: int = 1, max_classes: int = MAX_CLASSES
+                ) -> tuple[int, list[PairCost]] | None:
     """The fluid LP's bound and, per op, the pair cost its optimum weighs most (None if the
     LP did not finish): the pairs the relaxation finds cheapest for the whole model, a guide
     for heuristics (heuristics.lp_pairs)."""
@@ -316,7 +325,7 @@ def fluid_pairs(instance: Instance, timing: Timing, time_limit_s: float | None =
 
 
 def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
-                max_classes: int = 16, threads: int = 1) -> FluidBound:
+                max_classes: int = MAX_CLASSES, threads: int = 1) -> FluidBound:
     """The fluid LP's bound (module docstring) for plans under `timing`."""
     started = time.perf_counter()
     costs = fluid_costs(instance)

@@ -17,6 +17,7 @@ from elk_opt.bounds.cuts import (
     port_total_bound,
 )
 from elk_opt.bounds.ideal import ideal_bound
+from elk_opt.bounds.limits import UNRECORDED_CLASSES
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Timing
 
@@ -40,15 +41,16 @@ def recompute(instance: Instance, timing: Timing, name: str, params: dict[str, A
         return cheap[name](instance)
     if name == "fluid":
         from elk_opt.bounds.fluid import fluid_bound
-        return fluid_bound(instance, timing, params.get("time_limit_s")).bound_ns
+        return fluid_bound(instance, timing, params.get("time_limit_s"),
+                           max_classes=_classes(params)).bound_ns
     if name == "fluid-sram":
         from elk_opt.bounds.fluid_sram import fluid_sram_bound
         return fluid_sram_bound(instance, timing, params.get("time_limit_s"),
-                                params["band"]).bound_ns
+                                params["band"], _classes(params)).bound_ns
     if name in ("fluid-milp", "fluid-contiguous", "fluid-whole-ns"):
         from elk_opt.bounds.fluid_milp import fluid_milp_bound
         return fluid_milp_bound(instance, timing, params.get("time_limit_s"), params["band"],
-                                contiguous=name != "fluid-milp",
+                                _classes(params), contiguous=name != "fluid-milp",
                                 whole_ns=name == "fluid-whole-ns").bound_ns
     if name == "lp":
         from formulations.ilp import lp_bound
@@ -60,23 +62,28 @@ def recompute(instance: Instance, timing: Timing, name: str, params: dict[str, A
         from elk_opt.bounds.fluid_layers import fluid_layers_bound
         windows = _layer_windows(instance, timing, params, memo)
         return fluid_layers_bound(instance, timing, params["time_limit_s"],
-                                  params.get("lp_time_s"), per=params["per"],
-                                  windows=windows).bound_ns
+                                  params.get("lp_time_s"), max_classes=_classes(params),
+                                  per=params["per"], windows=windows).bound_ns
     if name.startswith("layers") and "per" in params:
         return _layer_windows(instance, timing, params, memo).bound_ns
     if name == "fluid-split":
         from elk_opt.bounds.split import fluid_split_bound
         # each block's MIP on one thread with four times its limit, as for `carry`
         return fluid_split_bound(instance, timing, 4 * params["mip_time_s"] + 1,
-                                 params["band"]).bound_ns
+                                 params["band"], _classes(params)).bound_ns
     if name == "carry":
         from elk_opt.bounds.carry import carry_bound
         # at the recorded prices, each window's MIP on one thread with four times its limit
         # (HiGHS on one thread searches the same way each run: more time, a bound as high)
         return carry_bound(instance, timing, params["per"],
                            mip_time_s=4 * params["mip_time_s"] + 1,
-                           prices=params["prices"]).bound_ns
+                           prices=params["prices"], max_classes=_classes(params)).bound_ns
     raise UsageError(f"no bound named {name!r} under {timing} to recompute")
+
+
+def _classes(params: dict[str, Any]) -> int:
+    """The load demand classes a row was built with (elk_opt.bounds.fluid)."""
+    return params.get("max_classes", UNRECORDED_CLASSES)
 
 
 def _layer_windows(instance: Instance, timing: Timing, params: dict[str, Any],

@@ -95,7 +95,9 @@ def _fluid_row(name: str, started: float, fb: FluidBound, lim: Limits, detail: s
             else detail if fb.complete else f"{detail}, stopped at {lim.fluid_time_s:g} s")
     return report_row(name, started, fb.bound_ns, lim.timing, "instance", note,
                       status="complete" if fb.bound_ns is not None and fb.complete
-                      else "time-limit", params={"time_limit_s": lim.fluid_time_s, **params})
+                      else "time-limit",
+                      params={"time_limit_s": lim.fluid_time_s, "max_classes": limits.MAX_CLASSES,
+                              **params})
 
 
 def _fluid_sram(instance: Instance, lim: Limits) -> dict[str, Any] | None:
@@ -256,7 +258,8 @@ def _layers(instance: Instance, lim: Limits) -> list[dict[str, Any]] | None:
                      f"the fluid LP, each of the {fb.windows} layer windows' time at least its "
                      "bound" if done else f"not finished in {lp_time_s:g} s",
                      status=status if done else "time-limit",
-                     params={**params, "lp_time_s": lim.fluid_time_s})
+                     params={**params, "lp_time_s": lim.fluid_time_s,
+                             "max_classes": limits.MAX_CLASSES})
     row["wall_s"] += lb.wall_s  # the windows' time is part of its cost
     rows.append(row)
     return rows
@@ -285,7 +288,8 @@ def _fluid_split(instance: Instance, lim: Limits) -> dict[str, Any] | None:
     return report_row("fluid-split", started, sb.bound_ns, lim.timing, "instance", note,
                       status="complete" if sb.bound_ns is not None and sb.blocks_proven == 3
                       else "time-limit",
-                      params={"band": band, "mip_time_s": sb.mip_time_s or lim.fluid_time_s})
+                      params={"band": band, "mip_time_s": sb.mip_time_s or lim.fluid_time_s,
+                              "max_classes": limits.MAX_CLASSES})
 
 
 def _carry(instance: Instance, lim: Limits) -> dict[str, Any] | None:
@@ -309,6 +313,7 @@ def _carry(instance: Instance, lim: Limits) -> dict[str, Any] | None:
                       status="complete" if complete else "time-limit",
                       # the prices as found, every digit: a recompute evaluates at exactly these
                       params={"per": lim.layers, "mip_time_s": cb.mip_time_s,
+                              "max_classes": limits.MAX_CLASSES,
                                "prices": [float(p) for p in cb.prices]})
 
 

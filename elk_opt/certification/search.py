@@ -82,7 +82,7 @@ POLISH_SHARE = 0.8  # of what is left then, for polish's own limit (it may overr
 SOLVED_ONCE = {"fluid-sram": "fluid_sram_max_ops", "fluid-milp": "fluid_milp_max_ops",
                "fluid-contiguous": "fluid_contiguous_max_ops", "lp": "lp_max_ops",
                "fluid-split": "fluid_split_max_ops"}
-SOLVED_SINCE = 4  # the revision since which the SOLVED_ONCE bounds come out the same
+SOLVED_SINCE = 6  # the revision since which the SOLVED_ONCE bounds come out the same
 # up to here CP-SAT runs the MIP with loads run whole itself (module docstring, phase 3): the
 # zoo's decoder layers (19-27 ops), whose MIP takes 2-23 s; not the calibration layer (48 ops),
 # where CP-SAT's phase took 10.2-10.6 s instead of 5.7-6.0 with half its time kept back for it
