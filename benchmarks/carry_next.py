@@ -44,7 +44,7 @@ from elk_opt.bounds.fluid import FluidModel, _Lp
 from elk_opt.bounds.fluid_milp import branch_and_bound
 from elk_opt.bounds.fluid_sram import build_fluid_sram, spaced_costs
 from elk_opt.bounds.layers import layer_windows
-from elk_opt.bounds.limits import MAX_CLASSES
+from elk_opt.bounds.limits import DEFAULT_CLASSES
 from elk_opt.bounds.window import window_instance, window_key
 from elk_opt.errors import InputError
 from elk_opt.io import load_instance
@@ -68,7 +68,7 @@ def program(instance: Instance, windows: list[tuple[int, int]], keys: list[int],
     costs = spaced_costs(ops)
     own = b - a
     model = build_fluid_sram(costs, ops.chip.sram_bytes, "shared-noc", band=len(costs),
-                             max_classes=MAX_CLASSES, whole=whole)
+                             max_classes=DEFAULT_CLASSES, whole=whole)
     if whole:
         add_one_load_running(model)
     free = list(range(own + 1, len(costs) + 1)) + ([0] if a else [])

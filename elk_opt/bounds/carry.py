@@ -57,7 +57,7 @@ from elk_opt.bounds.fluid import FluidModel, _class_of, _Lp, representatives
 from elk_opt.bounds.fluid_milp import branch_and_bound
 from elk_opt.bounds.fluid_sram import Carry, build_fluid_sram, spaced_costs
 from elk_opt.bounds.layers import DEFAULT_MAX_WIDTH, MIN_MIP_S, layer_windows
-from elk_opt.bounds.limits import MAX_CLASSES
+from elk_opt.bounds.limits import DEFAULT_CLASSES
 from elk_opt.bounds.window import window_instance, window_key
 from elk_opt.deadline import share
 from elk_opt.noc import load_use
@@ -79,7 +79,7 @@ class Classes:
     density: tuple[float | None, ...]
 
 
-def load_classes(instance: Instance, timing: Timing, max_classes: int = MAX_CLASSES) -> Classes:
+def load_classes(instance: Instance, timing: Timing, max_classes: int = DEFAULT_CLASSES) -> Classes:
     """Over every preload plan of every op (dominated ones included: a plan may load them)."""
     least: dict[int, float] = {}
     for op in instance.ops:
@@ -261,7 +261,7 @@ def distinct_windows(instance: Instance, per: int = 1,
 def carry_bound(instance: Instance, timing: Timing, per: int = 1,
                 max_width: int = DEFAULT_MAX_WIDTH, mip_time_s: float = 60.0,
                 rounds: int = ROUNDS, threads: int = 1, ends: float | None = None,
-                prices: Sequence[float] | None = None, max_classes: int = MAX_CLASSES,
+                prices: Sequence[float] | None = None, max_classes: int = DEFAULT_CLASSES,
                 progress: bool = False) -> CarryBound:
     """The bound of the module docstring: the windows' MIPs (`mip_time_s` each, at most;
     before `ends`, a perf_counter time, they share what is left) at the joint LP's prices,

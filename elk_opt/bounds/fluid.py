@@ -34,9 +34,10 @@ and a load that overlaps it slows one of the two.
 Demand classes: with more distinct load demands than `max_classes`, each demand is rounded
 down to one of `max_classes` representatives. Rounding a load's demand down never lowers
 sL or sE (the port leaves at least as much to each), so the rounded LP is a relaxation too.
-The default, `limits.MAX_CLASSES`, keeps every class of the zoo's models exact (at most 19
-distinct demands on the Figure 17 grid): with 16, the LP of Gemma2-27B b64 KV2048 `analytic`
-sat 9,848 ns lower (BENCHMARKS.md, "Every load demand its own class").
+The bounds' rows (elk_opt.bounds.rows) ask for `limits.BOUND_CLASSES`, which keeps every
+class of the zoo's models exact (at most 19 distinct demands on the Figure 17 grid): with 16,
+the LP of Gemma2-27B b64 KV2048 `analytic` sat 9,848 ns lower (BENCHMARKS.md, "Every load
+demand its own class"). Other callers keep `limits.DEFAULT_CLASSES` (the reasons there).
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ import highspy
 import numpy as np
 
 from elk_opt.bounds.cuts import PairCost, pair_costs
-from elk_opt.bounds.limits import MAX_CLASSES
+from elk_opt.bounds.limits import DEFAULT_CLASSES
 from elk_opt.noc import shares
 from elk_opt.problem import Instance, Timing
 from formulations.highs_run import new_highs, run_interruptible
@@ -239,7 +240,7 @@ class FluidModel:
         return max(0, math.ceil(value - margin))
 
 
-def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = MAX_CLASSES,
+def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = DEFAULT_CLASSES,
                 reps: Sequence[int] | None = None, tail: bool = False) -> FluidModel:
     """The fluid LP (module docstring) over per-op pair costs, not yet solved. `costs` may
     be any PairCost (sub)class instances: an extension keeps more numbers per pair.
@@ -309,7 +310,7 @@ def build_fluid(costs: list[list[PairCost]], timing: Timing, max_classes: int = 
 
 
 def fluid_pairs(instance: Instance, timing: Timing, time_limit_s: float | None = None,
-                threads: int = 1, max_classes: int = MAX_CLASSES
+                threads: int = 1, max_classes: int = DEFAULT_CLASSES
                 ) -> tuple[int, list[PairCost]] | None:
     """The fluid LP's bound and, per op, the pair cost its optimum weighs most (None if the
     LP did not finish): the pairs the relaxation finds cheapest for the whole model, a guide
@@ -325,7 +326,7 @@ def fluid_pairs(instance: Instance, timing: Timing, time_limit_s: float | None =
 
 
 def fluid_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
-                max_classes: int = MAX_CLASSES, threads: int = 1) -> FluidBound:
+                max_classes: int = DEFAULT_CLASSES, threads: int = 1) -> FluidBound:
     """The fluid LP's bound (module docstring) for plans under `timing`."""
     started = time.perf_counter()
     costs = fluid_costs(instance)

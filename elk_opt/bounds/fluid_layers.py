@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from elk_opt.bounds.fluid import build_fluid, fluid_costs
 from elk_opt.bounds.layers import LayerBound, layer_bound
-from elk_opt.bounds.limits import MAX_CLASSES
+from elk_opt.bounds.limits import DEFAULT_CLASSES
 from elk_opt.problem import Instance, Timing
 
 
@@ -44,7 +44,7 @@ class FluidLayersBound:
 
 def fluid_layers_bound(instance: Instance, timing: Timing, window_time_s: float = 10.0,
                        lp_time_s: float | None = None, threads: int = 1,
-                       max_classes: int = MAX_CLASSES, per: int = 1,
+                       max_classes: int = DEFAULT_CLASSES, per: int = 1,
                        windows: LayerBound | None = None) -> FluidLayersBound:
     """The fluid LP with one row per layer window (module docstring). `windows`: the layer
     windows already bounded under `timing` (`per` layers each), else they are solved here."""

@@ -45,7 +45,7 @@ import numpy as np
 from elk_opt.bounds.contiguous import add_one_load_running
 from elk_opt.bounds.fluid import FluidBound, FluidModel, _Lp
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, build_fluid_sram, spaced_costs
-from elk_opt.bounds.limits import MAX_CLASSES
+from elk_opt.bounds.limits import DEFAULT_CLASSES
 from elk_opt.bounds.whole_ns import add_whole_intervals
 from elk_opt.problem import Instance, Timing
 from formulations.highs_run import run_interruptible
@@ -65,7 +65,7 @@ class SolvedMilp:
 
 
 def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
-                     band: int = DEFAULT_BAND, max_classes: int = MAX_CLASSES,
+                     band: int = DEFAULT_BAND, max_classes: int = DEFAULT_CLASSES,
                      threads: int = 1, contiguous: bool = False,
                      from_first_start: bool = False, whole_ns: bool = False) -> FluidBound:
     """The program's bound (module docstring), loads tracked `band` intervals back;
@@ -80,7 +80,7 @@ def fluid_milp_bound(instance: Instance, timing: Timing, time_limit_s: float | N
 
 
 def solve_fluid_milp(instance: Instance, timing: Timing, time_limit_s: float | None = None,
-                     band: int = DEFAULT_BAND, max_classes: int = MAX_CLASSES,
+                     band: int = DEFAULT_BAND, max_classes: int = DEFAULT_CLASSES,
                      threads: int = 1, contiguous: bool = False,
                      from_first_start: bool = False, whole_ns: bool = False) -> SolvedMilp:
     """As `fluid_milp_bound`, with the model and its best solution."""

@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 from elk_opt.bounds.cuts import PairCost, pair_uses
 from elk_opt.bounds.fluid import FluidBound, FluidModel, build_fluid
-from elk_opt.bounds.limits import FLUID_BAND, MAX_CLASSES
+from elk_opt.bounds.limits import DEFAULT_CLASSES, FLUID_BAND
 from elk_opt.bounds.periodic import solve_fluid, solve_fluid_picks, solved_ops
 from elk_opt.noc import PortUse
 from elk_opt.problem import ExecPlan, Instance, PreloadPlan, Timing
@@ -106,7 +106,7 @@ def _undominated(costs: list[SpacedCost]) -> list[SpacedCost]:
 
 
 def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | None = None,
-                     band: int = DEFAULT_BAND, max_classes: int = MAX_CLASSES,
+                     band: int = DEFAULT_BAND, max_classes: int = DEFAULT_CLASSES,
                      threads: int = 1, periodic: bool = True) -> FluidBound:
     """The fluid LP with R5 rows (module docstring), loads tracked `band` intervals back.
     `periodic`: where a block of ops repeats, solve the LP with the repeats summed
@@ -116,7 +116,7 @@ def fluid_sram_bound(instance: Instance, timing: Timing, time_limit_s: float | N
 
 
 def fluid_sram_pairs(instance: Instance, timing: Timing, time_limit_s: float | None = None,
-                     threads: int = 1, band: int = DEFAULT_BAND, max_classes: int = MAX_CLASSES
+                     threads: int = 1, band: int = DEFAULT_BAND, max_classes: int = DEFAULT_CLASSES
                      ) -> tuple[int, list[SpacedCost]] | None:
     """The bound of `fluid_sram_bound` with GUIDE_DIVISORS rounded rows (at most its bound)
     and, per op, the pair that LP's optimum weighs most (None if the LP did not finish): as

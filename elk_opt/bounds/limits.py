@@ -14,11 +14,13 @@ FLUID_CONTIGUOUS_MAX_OPS = 50  # a decoder layer: the MIP takes seconds to a min
 # (as the fluid LP with SRAM's), then three blocks' MIPs of a layer or two each
 FLUID_SPLIT_MAX_OPS = 600
 FLUID_BAND = 24  # execute starts back the fluid LP with SRAM and its MIPs track each load
-# load demand classes of the fluid LPs and MIPs at most, beyond which demands are rounded down
-# (elk_opt.bounds.fluid): every class of the Figure 17 grid's models exact (19 at most)
-MAX_CLASSES = 32
-# what rows written before their params named `max_classes` were built with (recompute)
-UNRECORDED_CLASSES = 16
+# load demand classes at most, beyond which demands are rounded down (elk_opt.bounds.fluid).
+# The bound rows' LPs keep every class of the Figure 17 grid's models exact (19 at most).
+# Elsewhere (the MIPs, `cpsat`'s and `polish`'s floors, the LPs' pair picks) 32 made the MIPs
+# 1.8-2.7 times slower on decoder layers and changed `elk-full-lp`'s starts; rows that do not
+# record `max_classes` were built with DEFAULT_CLASSES
+BOUND_CLASSES = 32
+DEFAULT_CLASSES = 16
 WINDOW_OPS = 12  # ops per window of the window bound
 WINDOW_TIME_S = 2.0  # CP-SAT per window
 LAYERS = 1  # decoder layers per layer window

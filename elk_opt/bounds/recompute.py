@@ -17,7 +17,7 @@ from elk_opt.bounds.cuts import (
     port_total_bound,
 )
 from elk_opt.bounds.ideal import ideal_bound
-from elk_opt.bounds.limits import UNRECORDED_CLASSES
+from elk_opt.bounds.limits import DEFAULT_CLASSES
 from elk_opt.errors import UsageError
 from elk_opt.problem import Instance, Timing
 
@@ -83,7 +83,7 @@ def recompute(instance: Instance, timing: Timing, name: str, params: dict[str, A
 
 def _classes(params: dict[str, Any]) -> int:
     """The load demand classes a row was built with (elk_opt.bounds.fluid)."""
-    return params.get("max_classes", UNRECORDED_CLASSES)
+    return params.get("max_classes", DEFAULT_CLASSES)
 
 
 def _layer_windows(instance: Instance, timing: Timing, params: dict[str, Any],

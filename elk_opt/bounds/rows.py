@@ -82,7 +82,8 @@ def _fluid(instance: Instance, lim: Limits) -> dict[str, Any] | None:
     from elk_opt.bounds.fluid import fluid_bound
     lim.say(f"fluid LP of {n} ops...")
     started = time.perf_counter()
-    fb = fluid_bound(instance, lim.timing, lim.fluid_time_s, threads=lim.threads)
+    fb = fluid_bound(instance, lim.timing, lim.fluid_time_s, limits.BOUND_CLASSES,
+                     threads=lim.threads)
     return _fluid_row("fluid", started, fb, lim, f"{fb.columns:,} columns, {fb.rows:,} rows, "
                                                  f"{fb.classes} load classes")
 
@@ -96,7 +97,7 @@ def _fluid_row(name: str, started: float, fb: FluidBound, lim: Limits, detail: s
     return report_row(name, started, fb.bound_ns, lim.timing, "instance", note,
                       status="complete" if fb.bound_ns is not None and fb.complete
                       else "time-limit",
-                      params={"time_limit_s": lim.fluid_time_s, "max_classes": limits.MAX_CLASSES,
+                      params={"time_limit_s": lim.fluid_time_s, "max_classes": limits.BOUND_CLASSES,
                               **params})
 
 
@@ -108,7 +109,7 @@ def _fluid_sram(instance: Instance, lim: Limits) -> dict[str, Any] | None:
     lim.say(f"fluid LP with SRAM of {n} ops...")
     started = time.perf_counter()
     fb = fluid_sram_bound(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
-                          threads=lim.threads)
+                          limits.BOUND_CLASSES, threads=lim.threads)
     summed = f", {fb.repeats} repeats of a block summed" if fb.repeats else ""
     return _fluid_row("fluid-sram", started, fb, lim, f"{fb.columns:,} columns, {fb.rows:,} "
                       f"rows, loads tracked {DEFAULT_BAND} executes back{summed}",
@@ -161,13 +162,15 @@ def _milp(instance: Instance, lim: Limits, contiguous: bool,
     lim.say(f"fluid MIP with {what} of {n} ops...")
     started = time.perf_counter()
     solved = solve_fluid_milp(instance, lim.timing, lim.fluid_time_s, DEFAULT_BAND,
-                              threads=lim.threads, contiguous=contiguous, whole_ns=whole_ns)
+                              limits.DEFAULT_CLASSES, threads=lim.threads, contiguous=contiguous,
+                              whole_ns=whole_ns)
     fb = solved.bound
     detail = f"{fb.columns:,} columns ({n} ops' pairs and pending loads 0/1"
     detail += ", loads started and finished 0/1" if contiguous else ""
     detail += ", interval lengths integer)" if whole_ns else ")"
     name = "fluid-whole-ns" if whole_ns else "fluid-contiguous" if contiguous else "fluid-milp"
-    row = _fluid_row(name, started, fb, lim, f"{detail}, {fb.rows:,} rows", band=DEFAULT_BAND)
+    row = _fluid_row(name, started, fb, lim, f"{detail}, {fb.rows:,} rows", band=DEFAULT_BAND,
+                     max_classes=limits.DEFAULT_CLASSES)
     if (contiguous and not whole_ns and lim.replay and solved.model is not None
             and solved.solution is not None):
         from elk_opt.io import plan_to_dict
@@ -252,14 +255,14 @@ def _layers(instance: Instance, lim: Limits) -> list[dict[str, Any]] | None:
     # params keep the uncapped limit: an LP that finished within less time reaches the same
     # optimum within more, so `recompute` reproduces it on a busier machine too
     fb = fluid_layers_bound(instance, lim.timing, lim.layers_time_s, lp_time_s,
-                            lim.threads, per=lim.layers, windows=lb)
+                            lim.threads, limits.BOUND_CLASSES, per=lim.layers, windows=lb)
     done = fb.bound_ns is not None
     row = report_row("fluid-layers", started, fb.bound_ns, timings, "instance",
                      f"the fluid LP, each of the {fb.windows} layer windows' time at least its "
                      "bound" if done else f"not finished in {lp_time_s:g} s",
                      status=status if done else "time-limit",
                      params={**params, "lp_time_s": lim.fluid_time_s,
-                             "max_classes": limits.MAX_CLASSES})
+                             "max_classes": limits.BOUND_CLASSES})
     row["wall_s"] += lb.wall_s  # the windows' time is part of its cost
     rows.append(row)
     return rows
@@ -279,7 +282,7 @@ def _fluid_split(instance: Instance, lim: Limits) -> dict[str, Any] | None:
     ends = (None if lim.ends is None
             else started + SPLIT_SHARE * max(0.0, lim.ends - started))
     sb = fluid_split_bound(instance, lim.timing, lim.fluid_time_s, band,
-                           threads=lim.threads, ends=ends)
+                           limits.BOUND_CLASSES, threads=lim.threads, ends=ends)
     if sb.repeats == 0:
         return None  # no repeated block of layers to split the model at
     note = (f"{sb.repeats} repeats, 3 distinct blocks, {sb.blocks_proven} solved; the blocks' "
@@ -289,7 +292,7 @@ def _fluid_split(instance: Instance, lim: Limits) -> dict[str, Any] | None:
                       status="complete" if sb.bound_ns is not None and sb.blocks_proven == 3
                       else "time-limit",
                       params={"band": band, "mip_time_s": sb.mip_time_s or lim.fluid_time_s,
-                              "max_classes": limits.MAX_CLASSES})
+                              "max_classes": limits.BOUND_CLASSES})
 
 
 def _carry(instance: Instance, lim: Limits) -> dict[str, Any] | None:
@@ -303,7 +306,8 @@ def _carry(instance: Instance, lim: Limits) -> dict[str, Any] | None:
     ends = (None if lim.ends is None
             else started + CARRY_SHARE * max(0.0, lim.ends - started))
     cb = carry_bound(instance, lim.timing, lim.layers, mip_time_s=lim.layers_mip_time_s,
-                     threads=lim.threads, ends=ends, progress=lim.progress)
+                     threads=lim.threads, ends=ends, max_classes=limits.BOUND_CLASSES,
+                     progress=lim.progress)
     done = cb.rounds > 0 and cb.bound_ns > 0
     complete = done and cb.proven == cb.distinct
     note = (f"{cb.windows} windows ({cb.distinct} distinct, {cb.proven} solved at the best "
@@ -313,7 +317,7 @@ def _carry(instance: Instance, lim: Limits) -> dict[str, Any] | None:
                       status="complete" if complete else "time-limit",
                       # the prices as found, every digit: a recompute evaluates at exactly these
                       params={"per": lim.layers, "mip_time_s": cb.mip_time_s,
-                              "max_classes": limits.MAX_CLASSES,
+                              "max_classes": limits.BOUND_CLASSES,
                                "prices": [float(p) for p in cb.prices]})
 
 

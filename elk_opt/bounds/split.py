@@ -44,7 +44,7 @@ from elk_opt.bounds.fluid import FluidModel, _Lp
 from elk_opt.bounds.fluid_milp import branch_and_bound
 from elk_opt.bounds.fluid_sram import DEFAULT_BAND, build_fluid_sram, spaced_costs
 from elk_opt.bounds.layers import MIN_MIP_S, layer_windows
-from elk_opt.bounds.limits import MAX_CLASSES
+from elk_opt.bounds.limits import DEFAULT_CLASSES
 from elk_opt.bounds.periodic import EXPLICIT, Period, _candidates, summed_lp
 from elk_opt.deadline import share
 from elk_opt.problem import Instance, Timing
@@ -91,8 +91,8 @@ def _block_of(anchor: int, period: Period) -> int:
 
 
 def fluid_split_bound(instance: Instance, timing: Timing, mip_time_s: float = 60.0,
-                      band: int = DEFAULT_BAND, max_classes: int = MAX_CLASSES, threads: int = 1,
-                      ends: float | None = None) -> SplitBound:
+                      band: int = DEFAULT_BAND, max_classes: int = DEFAULT_CLASSES,
+                      threads: int = 1, ends: float | None = None) -> SplitBound:
     """The bound of the module docstring: the summed LP, then each distinct block's MIP
     (`mip_time_s` each at most; before `ends`, a perf_counter time, they share what is left)."""
     started = time.perf_counter()
