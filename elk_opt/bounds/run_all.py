@@ -33,7 +33,10 @@ only slows); the port bounds need the shared port.
 - fluid-split: fluid-contiguous split over repeated layers, the rows between repeats priced
   at the duals of fluid-sram's summed LP (elk_opt.bounds.split), with fluid-sram.
 The lp and window models are section 5's: valid under both timings, blind to the port.
-Window and layer bounds solve each distinct window once (decoder layers repeat).
+The fluid models round load demands down to at most `limits.BOUND_CLASSES` classes here (the
+MIPs fluid-milp, fluid-contiguous and fluid-whole-ns to `limits.DEFAULT_CLASSES`); each row's
+params say how many. Window and layer bounds solve each distinct window once (decoder
+layers repeat).
 Every bound above but ideal and port-total holds for plans that execute in the instance's
 order only. Asked for any order (`exec_order="free"`, R2), the report keeps to ideal and
 port-total and adds the cuts over ancestors and descendants (hbm-cut-any, port-cut-any,
