@@ -574,7 +574,6 @@ def test_every_reported_bound_is_recomputed_from_its_params():
                     assert recompute(instance, timing, row["bound"], row["params"]) == row["ns"]
 
 
-
 def test_a_fluid_row_is_recomputed_with_the_classes_it_was_built_with():
     # the calibration layer has 14 load demands: 2 classes round most of them down
     instance = load_instance(CALIBRATION)
@@ -590,6 +589,7 @@ def test_a_fluid_row_is_recomputed_with_the_classes_it_was_built_with():
     classes = {r["bound"]: r["params"].get("max_classes") for r in report["bounds"]}
     assert classes["fluid"] == classes["fluid-sram"] == BOUND_CLASSES
     assert classes["fluid-milp"] == DEFAULT_CLASSES  # the MIPs keep fewer: they slow down
+
 
 def test_identical_layers_are_solved_once_and_counted_each_time():
     instance = synthetic_instance(ops=36, plans=1, seed=3, tightness=0.6)  # 3 layers of 12

@@ -85,7 +85,8 @@ def _fluid(instance: Instance, lim: Limits) -> dict[str, Any] | None:
     fb = fluid_bound(instance, lim.timing, lim.fluid_time_s, limits.BOUND_CLASSES,
                      threads=lim.threads)
     return _fluid_row("fluid", started, fb, lim, f"{fb.columns:,} columns, {fb.rows:,} rows, "
-                                                 f"{fb.classes} load classes")
+                                                 f"{fb.classes} load classes",
+                      max_classes=limits.BOUND_CLASSES)
 
 
 def _fluid_row(name: str, started: float, fb: FluidBound, lim: Limits, detail: str,
@@ -97,8 +98,7 @@ def _fluid_row(name: str, started: float, fb: FluidBound, lim: Limits, detail: s
     return report_row(name, started, fb.bound_ns, lim.timing, "instance", note,
                       status="complete" if fb.bound_ns is not None and fb.complete
                       else "time-limit",
-                      params={"time_limit_s": lim.fluid_time_s, "max_classes": limits.BOUND_CLASSES,
-                              **params})
+                      params={"time_limit_s": lim.fluid_time_s, **params})
 
 
 def _fluid_sram(instance: Instance, lim: Limits) -> dict[str, Any] | None:
@@ -113,7 +113,7 @@ def _fluid_sram(instance: Instance, lim: Limits) -> dict[str, Any] | None:
     summed = f", {fb.repeats} repeats of a block summed" if fb.repeats else ""
     return _fluid_row("fluid-sram", started, fb, lim, f"{fb.columns:,} columns, {fb.rows:,} "
                       f"rows, loads tracked {DEFAULT_BAND} executes back{summed}",
-                      band=DEFAULT_BAND)
+                      band=DEFAULT_BAND, max_classes=limits.BOUND_CLASSES)
 
 
 def _fluid_contiguous(instance: Instance, lim: Limits) -> list[dict[str, Any]] | None:

@@ -28,9 +28,9 @@ MARGIN_S = 0.3  # kept back from a solver's limit for handing its result over
 # raised when the solver-backed bounds change (2: the layer windows' fluid MIP; 3: the fluid
 # LP with SRAM's rounded rows at up to 24 divisors; 4: that round's finished bounds replace
 # their namesakes even when lower, where 3 kept the higher, an earlier revision's value that
-# `--check` could not reproduce; 5: `carry` and `fluid-split` added; 6: up to 32 load demand
-# classes instead of 16, `limits.MAX_CLASSES`): a certificate whose bounds an earlier revision
-# found gets a bound round whatever its budget
+# `--check` could not reproduce; 5: `carry` and `fluid-split` added; 6: the LP-based rows at
+# up to 32 load demand classes instead of 16, `limits.BOUND_CLASSES`): a certificate whose
+# bounds an earlier revision found gets a bound round whatever its budget
 BOUNDS_REVISION = 6
 
 

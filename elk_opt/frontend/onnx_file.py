@@ -76,6 +76,8 @@ def load_model(path: str | Path) -> onnx.ModelProto:
 
 
 def bind_and_infer(model: onnx.ModelProto, source: str, b: Bindings) -> onnx.ModelProto:
+    """A copy of `model` with its symbolic input dimensions bound and its shapes inferred
+    strictly; `source` names the model in errors."""
     import onnx
 
     model_copy = onnx.ModelProto()
