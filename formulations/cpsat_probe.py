@@ -14,17 +14,25 @@ there CP-SAT searches far better (the demo's slice: the probe that proves the op
 2.3-3.4 s against 4.6-9.3 s capped, over three seeds). What the probes before refuted is a
 lower bound in the model too.
 
-So probe caps lower + ceil(f x lower) for f = 0, then 1/2000, doubling up to 1/500, never
-above the start's makespan - 1 (where the start lies within reach, the last probe asks
-whether anything beats it: on a zoo slice whose start was 4 ns above its bound, the cap
-start - 1 was solved to the optimum and proven in 0.8 deterministic s): a probe proven
-infeasible raises the lower bound to its cap + 1; the first probe with a solution keeps
-minimising under its cap. Each conclusion is exact for the model: the capped model holds
-every solution of makespan <= cap, so its optimum, when it has one, is the model's, and its
-bound (at most its best makespan <= cap) bounds the model's solutions, those above the cap
-included. The steps stop at 0.2%: where the floor lies further below the optimum (synthetic
-instances, 5-12% below) every probe is infeasible and slows the proof the open search makes
-(the small gap suite: 6-op proofs in 10 s instead of 3 with steps up to 6.25%).
+So probe caps lower + ceil(f x lower) for f = 1/2000, doubling up to 1/500, the first
+from lower + 1 (`first_cap`), never above the start's makespan - 1 (where the start lies
+within reach, the last probe asks whether anything beats it: on a zoo slice whose start was
+4 ns above its bound, the cap start - 1 was solved to the optimum and proven in 0.8
+deterministic s): a probe proven infeasible raises the lower bound to its cap + 1; the first
+probe with a solution keeps minimising under its cap. Each conclusion is exact for the model:
+the capped model holds every solution of makespan <= cap, so its optimum, when it has one, is
+the model's, and its bound (at most its best makespan <= cap) bounds the model's solutions,
+those above the cap included. The steps stop at 0.2%: where the floor lies further below the
+optimum (synthetic instances, 5-12% below) every probe is infeasible and slows the proof the
+open search makes (the small gap suite: 6-op proofs in 10 s instead of 3 with steps up to
+6.25%).
+
+The first probe holds the floor and the step above it. It used to be two probes, the floor
+alone and then the step: one probe fewer saves a presolve and a refutation, and with its cap
+where the second one's was, every later cap is the same. The calibration layer is proven in
+4.4 s instead of 5.7 (median of eight seeds, two threads); cold two-layer slices, 60 s, were
+proven about as often (Llama2-13B 14 of 16 against 15 of 16, OPT-30B and Llama2-7B 5 of 6
+both; BENCHMARKS.md, "The floor probe merged into the next").
 
 A probe that stops with its bound above its cap is refuted as surely as one proven
 infeasible, and the next cap is probed. Without a warm start the probes above the floor get
@@ -32,14 +40,15 @@ twice the share: the open search would start from the section-5 plan re-timed, p
 above the floor, and rarely gets near it in time, while a cap just above the floor finds the
 first plan close to it (two-layer slices cold, 60 s, two threads: Llama2-13B and Llama2-7B
 proven in 32-41 s instead of stopping 5-8% above their bounds, OPT-30B in 34 s instead of
-49-56; BENCHMARKS.md, "Cold probes"). The probe at the floor itself keeps the smaller
-share: when the floor is the optimum but its plan is hard to find with no slack at all, the
-hinted open search finds it (OPT-30B's two layers: proven in 2 of 4 runs with the larger
-share there, in every run without). Warm-started, the start hints the open search and
-every probe keeps the smaller share, but for the one at the start's makespan - 1 where the
-start lies within a ns per interval of the bound, which gets all the time left (`_share`: a
-Llama2-7B b64 KV2048 slice, its 229,801 ns start floored at 229,800, is proven in 48 s of 60
-instead of not in 60; BENCHMARKS.md, "The last probe below a start within reach").
+49-56; BENCHMARKS.md, "Cold probes"). A probe at the floor alone (a start one ns above it)
+keeps the smaller share: when the floor is the optimum but its plan is hard to find with no
+slack at all, the hinted open search finds it (OPT-30B's two layers, when the floor had a
+probe of its own: proven in 2 of 4 runs with the larger share there, in every run without).
+Warm-started, the start hints the open search and every probe keeps the smaller share, but
+for the one at the start's makespan - 1 where the start lies within a ns per interval of the
+bound, which gets all the time left (`_share`: a Llama2-7B b64 KV2048 slice, its 229,801 ns
+start floored at 229,800, is proven in 48 s of 60 instead of not in 60; BENCHMARKS.md, "The
+last probe below a start within reach").
 """
 
 from __future__ import annotations
@@ -60,7 +69,7 @@ from formulations.deadline import OutOfTime
 
 PROBE_SHARE = 0.2  # of the time (and work) left, per probe, when a warm start hints the search
 COLD_PROBE_SHARE = 0.4  # per probe without one (module docstring)
-FIRST_STEP = 1 / 2000  # of the lower bound, the second probe's step above it (then doubling)
+FIRST_STEP = 1 / 2000  # of the lower bound, the first probe's step above it (then doubling)
 LAST_STEP = 1 / 500  # no probe steps further: a floor that far below is the open search's
 
 
@@ -88,6 +97,14 @@ def next_cap(lower: int, upper: int | None, fraction: float) -> int | None:
     return cap if upper is None else min(cap, upper - 1)
 
 
+def first_cap(lower: int, upper: int | None) -> int | None:
+    """The first probe's cap: the floor and the first step above it in one probe, the cap a
+    second probe would have after the floor alone was refuted (module docstring); the floor
+    itself when the start lies one ns above it, None when nothing can beat the start."""
+    cap = next_cap(lower + 1, upper, FIRST_STEP)
+    return next_cap(lower, upper, 0.0) if cap is None else cap
+
+
 def _share(options: SolveOptions, fraction: float, cap: int, lower: int, upper: int | None,
            ops: int) -> float:
     """A probe's share of the time and work left (module docstring): all of it for the probe
@@ -96,7 +113,8 @@ def _share(options: SolveOptions, fraction: float, cap: int, lower: int, upper: 
     for the same plans, in a looser model, and cannot prove the start optimal sooner."""
     if upper is not None and cap == upper - 1 and within_reach(ops, upper, lower):
         return 1.0
-    return COLD_PROBE_SHARE if options.warm_plan is None and fraction > 0 else PROBE_SHARE
+    above_floor = fraction > 0 or cap > lower
+    return COLD_PROBE_SHARE if options.warm_plan is None and above_floor else PROBE_SHARE
 
 
 def refuted(solver: cp_model.CpSolver, status: int, cap: int) -> bool:
@@ -113,7 +131,7 @@ def probe(capped: Callable[[int, int], CpsatModel], options: SolveOptions, start
     fraction = 0.0
     used = 0.0
     while not stop_requested():
-        cap = next_cap(lower, upper, fraction)
+        cap = first_cap(lower, upper) if fraction == 0 else next_cap(lower, upper, fraction)
         if cap is None:
             break
         try:
@@ -129,7 +147,7 @@ def probe(capped: Callable[[int, int], CpsatModel], options: SolveOptions, start
         used += solver.deterministic_time
         if status == cp_model.INFEASIBLE or refuted(solver, status, cap):
             lower = cap + 1
-            fraction = FIRST_STEP if fraction == 0 else 2 * fraction
+            fraction = 2 * (fraction or FIRST_STEP)
             continue
         if status in (cp_model.OPTIMAL, cp_model.FEASIBLE):
             return Probed(max(lower, ceil_integer(solver.best_objective_bound)), status, solver,

@@ -26,7 +26,14 @@ from elk_opt.solution import SolveOptions
 from formulations import cpsat, cpsat_after, cpsat_prepare, cpsat_probe
 from formulations.common import Restrictions
 from formulations.cpsat_model import build
-from formulations.cpsat_probe import COLD_PROBE_SHARE, LAST_STEP, PROBE_SHARE, next_cap, probe
+from formulations.cpsat_probe import (
+    COLD_PROBE_SHARE,
+    LAST_STEP,
+    PROBE_SHARE,
+    first_cap,
+    next_cap,
+    probe,
+)
 from formulations.enumerate import enumerate_shared_optimum
 from formulations.fluid_floor import fits_loads_run_whole, loads_run_whole, wants_loads_run_whole
 from tests.test_exact_shared import contended_instances
@@ -59,6 +66,13 @@ def test_caps_stop_below_the_start_and_past_the_last_step():
     assert next_cap(1000, 1001, 1 / 500) == 1000  # at most the start's makespan - 1
     assert next_cap(1001, 1001, 0.0) is None  # nothing beats the start
     assert next_cap(1000, None, 2 * LAST_STEP) is None
+
+
+def test_the_first_probe_holds_the_floor_and_the_step_above_it():
+    assert first_cap(1000, None) == next_cap(1001, None, 1 / 2000) == 1002
+    assert first_cap(1000, 1002) == 1001  # at most the start's makespan - 1
+    assert first_cap(1000, 1001) == 1000  # the floor alone: the start is a ns above it
+    assert first_cap(1001, 1001) is None  # nothing beats the start
 
 
 def test_a_work_limited_5b_solve_with_its_probes_repeats():
@@ -156,7 +170,7 @@ def _fake_probes(monkeypatch, options: SolveOptions, upper: int | None = None, o
 def test_a_probe_stopped_with_its_bound_above_its_cap_counts_as_refuted(monkeypatch):
     # nothing at or below the first cap is left, so the next cap is probed, not given up on
     probed, caps, _ = _fake_probes(monkeypatch, SHARED)
-    assert caps == [(1000, 1000), (1001, 1002), (1003, 1005), (1006, 1009)]
+    assert caps == [(1000, 1002), (1003, 1005), (1006, 1009)]
     assert probed.lower == 1010 and probed.solver is None
 
 
@@ -164,20 +178,20 @@ def test_cold_probes_above_the_floor_get_the_larger_share(monkeypatch):
     options = replace(SHARED, time_limit_s=1000.0)
     _, _, cold = _fake_probes(monkeypatch, options)
     warm = _fake_probes(monkeypatch, replace(options, warm_plan=_plan()))[2]
-    assert [round(x / 1000, 2) for x in cold] == [PROBE_SHARE] + [COLD_PROBE_SHARE] * 3
-    assert [round(x / 1000, 2) for x in warm] == [PROBE_SHARE] * 4
+    assert [round(x / 1000, 2) for x in cold] == [COLD_PROBE_SHARE] * 3
+    assert [round(x / 1000, 2) for x in warm] == [PROBE_SHARE] * 3
 
 
 @pytest.mark.parametrize(("ops", "last_share"), [(5, 1.0), (0, PROBE_SHARE)])
 def test_the_probe_below_a_start_within_reach_gets_all_the_time_left(monkeypatch, ops,
                                                                     last_share):
-    # the floor probe is refuted up to 1000, then the cap 1002 asks whether anything beats
-    # the start (1003): 2 ns above the bound, within reach on 5 ops (a ns per interval), not
-    # on none; within reach the open search could only look for the same plans
+    # the first cap, 1002, asks whether anything beats the start (1003): 3 ns above the
+    # bound, within reach on 5 ops (a ns per interval), not on none; within reach the open
+    # search could only look for the same plans
     options = replace(SHARED, time_limit_s=1000.0, warm_plan=_plan())
     probed, caps, limits = _fake_probes(monkeypatch, options, upper=1003, ops=ops)
-    assert caps == [(1000, 1000), (1001, 1002)] and probed.lower == 1003
-    assert [round(x / 1000, 2) for x in limits] == [PROBE_SHARE, last_share]
+    assert caps == [(1000, 1002)] and probed.lower == 1003
+    assert [round(x / 1000, 2) for x in limits] == [last_share]
 
 
 def _plan():
