@@ -30,7 +30,7 @@ open search makes (the small gap suite: 6-op proofs in 10 s instead of 3 with st
 The first probe holds the floor and the step above it. It used to be two probes, the floor
 alone and then the step: one probe fewer saves a presolve and a refutation, and with its cap
 where the second one's was, every later cap is the same. The calibration layer is proven in
-4.4 s instead of 5.7 (median of eight seeds, two threads); cold two-layer slices, 60 s, were
+4.6 s instead of 5.5 (median of eight seeds, two threads); cold two-layer slices, 60 s, were
 proven about as often (Llama2-13B 14 of 16 against 15 of 16, OPT-30B and Llama2-7B 5 of 6
 both; BENCHMARKS.md, "The floor probe merged into the next").
 
@@ -40,10 +40,10 @@ twice the share: the open search would start from the section-5 plan re-timed, p
 above the floor, and rarely gets near it in time, while a cap just above the floor finds the
 first plan close to it (two-layer slices cold, 60 s, two threads: Llama2-13B and Llama2-7B
 proven in 32-41 s instead of stopping 5-8% above their bounds, OPT-30B in 34 s instead of
-49-56; BENCHMARKS.md, "Cold probes"). A probe at the floor alone (a start one ns above it)
-keeps the smaller share: when the floor is the optimum but its plan is hard to find with no
-slack at all, the hinted open search finds it (OPT-30B's two layers, when the floor had a
-probe of its own: proven in 2 of 4 runs with the larger share there, in every run without).
+49-56; BENCHMARKS.md, "Cold probes"). The first probe has that slack too, so it gets the
+larger share: with the smaller one it lost a Llama2-13B and all three Llama2-7B two-layer
+runs. (When the floor had a probe of its own, with no slack at all, the smaller share was
+right there: OPT-30B's two layers were proven in 2 of 4 runs with the larger one.)
 Warm-started, the start hints the open search and every probe keeps the smaller share, but
 for the one at the start's makespan - 1 where the start lies within a ns per interval of the
 bound, which gets all the time left (`_share`: a Llama2-7B b64 KV2048 slice, its 229,801 ns
